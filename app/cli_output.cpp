@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cli_output.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace sanecopy::cli {
+
+namespace {
+
+// Length of the valid UTF-8 sequence at |s|, or 0 when it is not one.
+size_t utf8_sequence(std::string_view s)
+{
+    const auto c = static_cast<unsigned char>(s[0]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || len > s.size())
+        return 0;
+    for (size_t i = 1; i < len; ++i)
+        if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+std::string number(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+}
+
+} // namespace
+
+std::string json_string(std::string_view text)
+{
+    std::string out = "\"";
+    for (size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += char(c);
+            ++i;
+        } else if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+            ++i;
+        } else if (size_t n = utf8_sequence(text.substr(i)); n > 0) {
+            out.append(text.substr(i, n));
+            i += n;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_progress(const ProgressSnapshot &s)
+{
+    std::string out = "{\"type\":\"progress\"";
+    out += ",\"state\":" + json_string(to_string(s.state));
+    out += ",\"total_bytes\":" + std::to_string(s.total_bytes);
+    out += ",\"durable_bytes\":" + std::to_string(s.durable_bytes);
+    out += ",\"written_bytes\":" + std::to_string(s.written_bytes);
+    out += ",\"files_done\":" + std::to_string(s.files_done);
+    out += ",\"files_total\":" + std::to_string(s.files_total);
+    out += ",\"current_file\":" + json_string(s.current_file);
+    out += ",\"device_bytes_per_sec\":" + number(s.device_bytes_per_sec);
+    out += ",\"eta_seconds\":" + (s.eta_seconds < 0 ? std::string("null") : number(std::ceil(s.eta_seconds)));
+    out += ",\"elapsed_seconds\":" + std::to_string(s.elapsed_seconds);
+    return out + "}";
+}
+
+std::string json_event(const JobEvent &e)
+{
+    switch (e.kind) {
+    case JobEvent::Kind::FileDone:
+        return "{\"type\":\"file_done\",\"source\":" + json_string(e.path) + ",\"target\":" + json_string(e.target) +
+               ",\"bytes\":" + std::to_string(e.bytes) + "}";
+    case JobEvent::Kind::Skipped:
+        return "{\"type\":\"skipped\",\"source\":" + json_string(e.path) + ",\"message\":" + json_string(e.message) +
+               "}";
+    case JobEvent::Kind::Error:
+        return "{\"type\":\"error\",\"source\":" + json_string(e.path) + ",\"errno\":" + std::to_string(e.status.err()) +
+               ",\"operation\":" + json_string(e.status.op()) + ",\"message\":" + json_string(e.message) + "}";
+    case JobEvent::Kind::Done:
+        break;
+    }
+    return {};
+}
+
+std::string json_done(const JobSummary &summary, const ProgressSnapshot &last)
+{
+    std::string out = "{\"type\":\"done\"";
+    out += std::string(",\"ok\":") + (summary.ok() ? "true" : "false");
+    out += std::string(",\"cancelled\":") + (summary.cancelled ? "true" : "false");
+    out += ",\"files_copied\":" + std::to_string(summary.files_copied);
+    out += ",\"files_skipped\":" + std::to_string(summary.files_skipped);
+    out += ",\"errors\":" + std::to_string(summary.errors);
+    out += ",\"bytes\":" + std::to_string(summary.bytes);
+    out += ",\"durable_bytes\":" + std::to_string(last.durable_bytes);
+    out += ",\"seconds\":" + std::to_string(summary.seconds);
+    return out + "}";
+}
+
+std::string human_bytes(double bytes)
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s",
+                  bytes, units[u]);
+    return buf;
+}
+
+std::string human_duration(double seconds)
+{
+    if (seconds < 0 || !std::isfinite(seconds))
+        return "--:--";
+    const long s = std::lround(seconds);
+    char buf[32];
+    if (s >= 3600)
+        std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+    return buf;
+}
+
+std::string progress_line(const ProgressSnapshot &s, int width)
+{
+    const double total = double(std::max<uint64_t>(s.total_bytes, 1));
+    const double durable = std::min(1.0, double(s.durable_bytes) / total);
+    const double written = std::min(1.0, double(s.written_bytes) / total);
+    char tail[160];
+    std::snprintf(tail, sizeof tail, " %3d%% %s/s ETA %s %llu/%llu files", int(std::floor(durable * 100)),
+                  human_bytes(s.device_bytes_per_sec).c_str(), human_duration(s.eta_seconds).c_str(),
+                  static_cast<unsigned long long>(s.files_done), static_cast<unsigned long long>(s.files_total));
+    std::string state = s.state == JobState::Paused ? " (paused)" : "";
+    const std::string numbers = " " + human_bytes(double(s.durable_bytes)) + " on device";
+    std::string right = numbers + tail + state;
+    int bar = width - int(right.size()) - 2;
+    if (bar < 10) {
+        right = tail + state;
+        bar = std::max(10, width - int(right.size()) - 2);
+    }
+    const int d = int(durable * bar), w = std::max(d, int(written * bar));
+    std::string line = "[" + std::string(size_t(d), '#') + std::string(size_t(w - d), '-') +
+                       std::string(size_t(bar - w), ' ') + "]" + right;
+    if (int(line.size()) > width)
+        line.resize(size_t(std::max(width, 0)));
+    return line;
+}
+
+} // namespace sanecopy::cli

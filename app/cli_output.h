@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// What sanecp prints, kept apart from main() so tests can check it: the terminal progress line and the
+// NDJSON records of --json.
+#pragma once
+
+#include "copy_job.h"
+#include "job_queue.h"
+
+#include <string>
+#include <string_view>
+
+namespace sanecopy::cli {
+
+// A JSON string literal, quotes included. Bytes that are not UTF-8 (file names may hold any byte but '/' and
+// NUL) become U+FFFD, since JSON text must be UTF-8.
+std::string json_string(std::string_view text);
+
+std::string json_progress(const ProgressSnapshot &s);
+std::string json_event(const JobEvent &e);
+std::string json_done(const JobSummary &summary, const ProgressSnapshot &last);
+
+// "1.4 GiB", "512 KiB", "37 B".
+std::string human_bytes(double bytes);
+// "0:37", "1:02:03", "--:--" when unknown.
+std::string human_duration(double seconds);
+
+// One terminal line of |width| columns: a bar with durable bytes ('#') and bytes still in the page cache ('-'),
+// then the percentage of durable bytes, the device rate, the ETA and the file count.
+std::string progress_line(const ProgressSnapshot &s, int width);
+
+} // namespace sanecopy::cli

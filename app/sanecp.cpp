@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// sanecp SOURCE... DEST: copies at the device's own speed and returns when the data is on the device.
+#include "cli_output.h"
+#include "job_queue.h"
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace sanecopy;
+
+namespace {
+
+int terminal_width()
+{
+    struct winsize ws {};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+        return ws.ws_col;
+    return 80;
+}
+
+// Prints what the engine reports. Progress comes from the engine's ticker thread, events from the copying
+// thread: one mutex keeps their lines whole.
+class Printer : public JobObserver {
+public:
+    Printer(bool json, bool tty) : json_(json), tty_(tty) {}
+
+    void on_progress(const ProgressSnapshot &s) override
+    {
+        std::lock_guard lock(mutex_);
+        last_ = s;
+        if (json_) {
+            std::fputs((cli::json_progress(s) + "\n").c_str(), stdout);
+            std::fflush(stdout);
+        } else if (tty_) {
+            const std::string line = cli::progress_line(s, terminal_width() - 1);
+            std::fprintf(stdout, "\r%s\x1b[K", line.c_str());
+            std::fflush(stdout);
+            bar_shown_ = true;
+        }
+    }
+
+    void on_event(uint64_t, const JobEvent &e) override
+    {
+        std::lock_guard lock(mutex_);
+        if (e.kind == JobEvent::Kind::Done)
+            return;
+        if (json_) {
+            std::fputs((cli::json_event(e) + "\n").c_str(), stdout);
+            std::fflush(stdout);
+        }
+        if (e.kind == JobEvent::Kind::Error || e.kind == JobEvent::Kind::Skipped) {
+            clear_bar();
+            std::fprintf(stderr, "sanecp: %s%s\n", e.kind == JobEvent::Kind::Skipped ? "skipped: " : "",
+                         e.message.c_str());
+        }
+    }
+
+    void finish(const JobSummary &summary)
+    {
+        std::lock_guard lock(mutex_);
+        if (json_) {
+            std::fputs((cli::json_done(summary, last_) + "\n").c_str(), stdout);
+            std::fflush(stdout);
+            return;
+        }
+        if (!tty_)
+            return;
+        clear_bar();
+        if (summary.cancelled) {
+            std::printf("Cancelled. Nothing half-written was left behind.\n");
+        } else if (summary.files_copied > 0 || summary.ok()) {
+            const double rate = summary.seconds > 0 ? double(summary.bytes) / summary.seconds : 0;
+            std::printf("%s %s in %llu file%s, %s/s. It is on the device%s.\n", summary.ok() ? "Done:" : "Partly done:",
+                        cli::human_bytes(double(summary.bytes)).c_str(),
+                        static_cast<unsigned long long>(summary.files_copied), summary.files_copied == 1 ? "" : "s",
+                        cli::human_bytes(rate).c_str(), summary.ok() ? ": safe to unplug" : "");
+        }
+    }
+
+private:
+    void clear_bar()
+    {
+        if (bar_shown_) {
+            std::fputs("\r\x1b[K", stdout);
+            std::fflush(stdout);
+            bar_shown_ = false;
+        }
+    }
+
+    const bool json_, tty_;
+    std::mutex mutex_;
+    ProgressSnapshot last_;
+    bool bar_shown_ = false;
+};
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    CLI::App app{"Copies files at the device's own speed. When sanecp returns, the data is on the device: "
+                 "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links.",
+                 "sanecp"};
+    std::vector<std::string> paths;
+    bool json = false, overwrite = false, skip_existing = false, rename_existing = false;
+    app.add_option("SOURCE... DEST", paths, "Files and folders to copy, then where to")->required()->expected(2, -1);
+    app.add_flag("--json", json, "Print progress and events as NDJSON on stdout");
+    auto *o = app.add_flag("--overwrite", overwrite,
+                           "Replace existing files (by rename, once the new file is on the device)");
+    auto *s = app.add_flag("--skip-existing", skip_existing, "Leave existing files alone and go on");
+    auto *r = app.add_flag("--rename-existing", rename_existing,
+                           "Copy next to existing files as \"name (1).ext\"");
+    o->excludes(s)->excludes(r);
+    s->excludes(r);
+    app.set_version_flag("--version", std::string("sanecp ") + SANECOPY_VERSION);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Success &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        app.exit(e);
+        return 2;
+    }
+
+    JobSpec spec;
+    spec.destination = paths.back();
+    paths.pop_back();
+    spec.sources = std::move(paths);
+    spec.conflict = overwrite         ? ConflictPolicy::Overwrite
+                    : skip_existing   ? ConflictPolicy::Skip
+                    : rename_existing ? ConflictPolicy::Rename
+                                      : ConflictPolicy::Refuse;
+
+    // Ctrl-C cancels cleanly: part files are removed and the device is left with nothing to write. The signals
+    // are taken by one thread with sigwait, so no engine thread is interrupted in a system call.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+    const bool tty = ::isatty(STDOUT_FILENO);
+    auto printer = std::make_shared<Printer>(json, tty);
+    JobQueue queue;
+    auto job = queue.submit(spec, printer);
+
+    std::thread([signals, job]() mutable {
+        int sig = 0;
+        if (sigwait(&signals, &sig) == 0) {
+            std::fprintf(stderr, "\nsanecp: cancelling; removing partial files...\n");
+            job->cancel();
+        }
+        // A second signal ends the process at once; a part file may then stay behind, never a half file
+        // under a real name.
+        if (sigwait(&signals, &sig) == 0)
+            _exit(128 + sig);
+    }).detach();
+
+    const JobSummary summary = job->wait();
+    printer->finish(summary);
+    return summary.ok() ? 0 : 1;
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "chunk_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sanecopy {
+
+ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &limits)
+{
+    ChunkPlan plan;
+    double wanted = device_bytes_per_sec > 0 ? device_bytes_per_sec * limits.target_seconds
+                                             : static_cast<double>(limits.start_chunk);
+    // Leave room for at least min_windows + 1 chunks in the budget, whatever the device's speed.
+    const uint64_t budget_cap = limits.max_in_flight / (limits.min_windows + 1);
+    const uint64_t hi = std::min(limits.max_chunk, budget_cap);
+    uint64_t chunk = static_cast<uint64_t>(std::clamp(wanted, double(limits.min_chunk), double(hi)));
+    chunk = std::max(limits.align, chunk / limits.align * limits.align);
+    plan.chunk_bytes = chunk;
+
+    const uint64_t fit = limits.max_in_flight / chunk; // chunks the budget holds, the one being sent included
+    plan.windows = static_cast<unsigned>(std::clamp<uint64_t>(fit > 0 ? fit - 1 : 0, limits.min_windows,
+                                                              limits.max_windows));
+    return plan;
+}
+
+void RateMeter::start(double now, uint64_t total)
+{
+    last_time_ = now;
+    last_total_ = total;
+    started_ = true;
+}
+
+void RateMeter::sample(double now, uint64_t total)
+{
+    if (!started_) {
+        start(now, total);
+        return;
+    }
+    const double dt = now - last_time_;
+    if (dt < min_interval_)
+        return; // too short to say anything; the bytes count in the next sample
+    const double instant = double(total - last_total_) / dt;
+    if (!measured_) {
+        rate_ = instant;
+        measured_ = true;
+    } else {
+        // The weight follows elapsed time, not sample count, so bursts of samples don't dominate.
+        const double alpha = 1.0 - std::exp(-dt / tau_);
+        rate_ += alpha * (instant - rate_);
+    }
+    last_time_ = now;
+    last_total_ = total;
+}
+
+double eta_seconds(uint64_t remaining, double rate)
+{
+    if (remaining == 0)
+        return 0;
+    if (rate <= 0)
+        return -1;
+    return double(remaining) / rate;
+}
+
+} // namespace sanecopy

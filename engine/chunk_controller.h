@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The adaptive chunk controller: a pure function of measurements, with no syscalls and no clock of its own,
+// so tests drive it with a fake clock.
+//
+// A chunk is what one sendfile/copy_file_range call moves before its writeback is started; a window is a chunk
+// whose writeback is in flight. The device stays busy as long as at least one window is queued behind the one it
+// is writing, and the dirty memory this copy holds is at most (windows + 1) chunks: the windows plus the chunk
+// being handed over. So the controller sizes a chunk to a fixed slice of device time (big enough to amortise
+// the syscalls, small enough that progress moves and cancel is quick) and fits as many windows as the memory
+// budget allows.
+#pragma once
+
+#include <cstdint>
+
+namespace sanecopy {
+
+struct ChunkLimits {
+    double target_seconds = 0.125;               // device time per chunk: the 0.1–0.25 s band, low end
+    uint64_t min_chunk = 256 * 1024;
+    uint64_t max_chunk = 8 * 1024 * 1024;
+    uint64_t start_chunk = 1024 * 1024;           // before the first measurement
+    uint64_t max_in_flight = 24 * 1024 * 1024;    // windows + the chunk being sent; well under 32 MiB
+    unsigned min_windows = 2;                     // fewer than two and the device idles between chunks
+    unsigned max_windows = 8;
+    uint64_t align = 64 * 1024;                   // chunk sizes stay page- and extent-friendly
+};
+
+struct ChunkPlan {
+    uint64_t chunk_bytes = 0;
+    unsigned windows = 0;
+    uint64_t in_flight_bytes() const { return (uint64_t(windows) + 1) * chunk_bytes; }
+};
+
+// The next chunk size and window count for a device that makes |device_bytes_per_sec| durable
+// (0 or less: not measured yet).
+ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &limits = {});
+
+// An exponentially weighted rate of a growing byte count, fed with (time, total) samples. Time is in seconds
+// on any monotonic clock. The weight of the past decays with |tau_seconds|, so a change of device speed shows
+// within a few tau, and a single late window does not swing the estimate.
+class RateMeter {
+public:
+    explicit RateMeter(double tau_seconds = 1.0, double min_interval = 0.05)
+        : tau_(tau_seconds), min_interval_(min_interval) {}
+
+    void start(double now, uint64_t total);
+    void sample(double now, uint64_t total);
+    // Forget the time in between (after a pause): the next sample measures from |now|.
+    void restart_clock(double now, uint64_t total) { start(now, total); }
+
+    double rate() const { return rate_; }
+    bool measured() const { return measured_; }
+
+private:
+    double tau_;
+    double min_interval_;
+    double last_time_ = 0;
+    uint64_t last_total_ = 0;
+    double rate_ = 0;
+    bool started_ = false;
+    bool measured_ = false;
+};
+
+// Seconds left at |rate| for |remaining| bytes; negative when the rate is unknown.
+double eta_seconds(uint64_t remaining, double rate);
+
+} // namespace sanecopy

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The copy loop for one regular file's bytes. Publishing (part file, rename, directory sync) is publish.h's job;
+// this file moves data and keeps the page cache honest while it does.
+#pragma once
+
+#include "chunk_controller.h"
+#include "device_probe.h"
+#include "job_control.h"
+#include "result.h"
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace sanecopy {
+
+// How bytes move and how their writeback is kept bounded, decided once per job and destination.
+struct CopyRoute {
+    bool clone_chain = false;                     // FICLONE -> copy_file_range -> sendfile -> read/write
+    WritebackMode writeback = WritebackMode::Windows;
+    bool evict = true;                            // drop our pages from the cache, source and destination
+};
+
+// Pure. Same filesystem, or a fast non-removable target: try the in-kernel shortcuts first (a reflink costs
+// nothing, copy_file_range saves a trip through user space). Removable, rotational and FUSE targets:
+// sendfile in adaptive chunks. tmpfs: no syncing, no eviction.
+CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev);
+
+// Per job and destination: the mechanisms that turned out not to work (sticky, so a fallback is paid for
+// once), the device-rate estimate and the chunk limits. One thread uses a session at a time.
+struct CopySession {
+    explicit CopySession(CopyRoute r, ChunkLimits l = {}) : route(r), limits(l) {}
+
+    CopyRoute route;
+    ChunkLimits limits;
+    bool clone_works = true;
+    bool copy_file_range_works = true;
+    bool sendfile_works = true;
+    RateMeter meter;
+    uint64_t durable_total = 0; // all files of the job, for the meter
+    std::vector<char> buffer;   // for the read/write fallback only, allocated on first use
+
+    // Call whenever bytes became durable: feeds the meter and publishes the rate.
+    void count_durable(uint64_t bytes, ProgressCounters &counters);
+};
+
+// Copies |size| bytes from |src| (at offset 0) into |dst| (empty, at offset 0), starting writeback chunk by chunk
+// and waiting for the windows the plan allows. On return with success every byte was handed to the kernel and,
+// except in ChunkSync mode's last window and in tmpfs, written to the device; the caller still owes the
+// fdatasync that makes size and metadata durable. Short transfers and EINTR are carried on. A source that ends
+// early (truncated meanwhile) stops the copy at its new end: |result| says how much was copied and how much
+// of it was already counted durable; the caller counts the rest once its fdatasync returns.
+//
+// Fails with ECANCELED when |control| is cancelled (checked once per chunk), or with the first error of a
+// mechanism that has no fallback. Progress goes into |counters|; the rate into |session.meter|.
+struct FileCopyResult {
+    uint64_t copied = 0;  // bytes moved (less than asked when the source ended early)
+    uint64_t durable = 0; // of those, already counted durable in |counters|
+};
+Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
+                      ProgressCounters &counters, const std::string &display_path, FileCopyResult &result);
+
+// For small files, batched by the caller: moves all bytes and starts their writeback without waiting. Their
+// durability comes from the batch's one sync.
+Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &session, ProgressCounters &counters,
+                            const std::string &display_path, FileCopyResult &result);
+
+} // namespace sanecopy

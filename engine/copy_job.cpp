@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "copy_job.h"
+
+#include "copy_file.h"
+#include "device_probe.h"
+#include "fd.h"
+#include "sys.h"
+#include "tree_plan.h"
+
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sanecopy {
+
+bool is_device_fatal(int err)
+{
+    return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS || err == ENODEV || err == ENXIO ||
+           err == ENOTCONN || err == ESHUTDOWN;
+}
+
+namespace {
+
+SharedDirFd open_dir(int at, const char *path, Status &error, const std::string &display, bool nofollow)
+{
+    const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
+    int fd = retry_eintr([&] { return sys().openat(at, path, flags, 0); });
+    if (fd < 0) {
+        error = Status::from_errno(errno, "open folder", display);
+        return {};
+    }
+    return std::make_shared<const UniqueFd>(fd);
+}
+
+// The folders of one side of a copy, opened component by component from a pinned root and kept open while
+// the walk is below them. Entries arrive in pre-order, so the cache is a path of open folders.
+class DirCache {
+public:
+    DirCache(SharedDirFd root, std::string root_display) : root_(std::move(root)), display_(std::move(root_display))
+    {
+    }
+
+    SharedDirFd get(const std::string &rel, Status &error)
+    {
+        if (rel.empty())
+            return root_;
+        if (auto it = open_.find(rel); it != open_.end())
+            return it->second;
+        // Keep only the ancestors of |rel|.
+        for (auto it = open_.begin(); it != open_.end();) {
+            const std::string &p = it->first;
+            const bool ancestor = rel.size() > p.size() && rel.compare(0, p.size(), p) == 0 && rel[p.size()] == '/';
+            it = ancestor ? std::next(it) : open_.erase(it);
+        }
+        const auto slash = rel.rfind('/');
+        SharedDirFd parent = slash == std::string::npos ? root_ : get(rel.substr(0, slash), error);
+        if (!parent)
+            return {};
+        const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+        SharedDirFd dir = open_dir(parent->get(), name.c_str(), error, display_ + "/" + rel, true);
+        if (dir)
+            open_[rel] = dir;
+        return dir;
+    }
+
+    const std::string &display() const { return display_; }
+    const SharedDirFd &root() const { return root_; }
+
+private:
+    SharedDirFd root_;
+    std::string display_;
+    std::map<std::string, SharedDirFd> open_;
+};
+
+std::string join(const std::string &a, const std::string &b)
+{
+    if (a.empty())
+        return b;
+    if (b.empty())
+        return a;
+    return a + "/" + b;
+}
+
+std::pair<std::string, std::string> split_rel(const std::string &rel)
+{
+    const auto slash = rel.rfind('/');
+    if (slash == std::string::npos)
+        return {"", rel};
+    return {rel.substr(0, slash), rel.substr(slash + 1)};
+}
+
+struct BatchFile {
+    PartFile part;
+    std::string source;
+    uint64_t copied = 0;
+    SharedDirFd dir;
+    std::string dir_display;
+};
+
+struct FinishedDir {
+    std::string rel; // below the destination root of its item
+    mode_t mode;
+    struct timespec mtime;
+};
+
+class JobRunner {
+public:
+    JobRunner(const JobSpec &spec, const JobControl &control, ProgressCounters &counters, const JobEventSink &sink)
+        : spec_(spec), control_(control), counters_(counters), sink_(sink), session_(CopyRoute{}, spec.limits)
+    {
+    }
+
+    JobSummary run();
+
+private:
+    void emit(JobEvent e) { sink_(e); }
+    void report_error(Status s, const std::string &path);
+    void report_skip(const std::string &path, const std::string &why);
+    bool stopping() const { return aborted_ || control_.cancel_requested(); }
+
+    Status preflight(const std::vector<ItemPlan> &plans);
+    void run_item(const ItemPlan &plan);
+    void copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCache &src, DirCache &dst,
+                    std::vector<FinishedDir> &dirs);
+    void copy_regular(const std::string &source, int src_fd, uint64_t size, const PlanEntry &entry,
+                      const SharedDirFd &dst_dir, const std::string &dst_display, const std::string &name);
+    void flush_batch();
+    void finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs);
+    Status sync_dir_now(const SharedDirFd &dir, const std::string &display);
+
+    bool syncs() const { return device_.writeback != WritebackMode::None; }
+
+    const JobSpec &spec_;
+    const JobControl &control_;
+    ProgressCounters &counters_;
+    const JobEventSink &sink_;
+    CopySession session_;
+    DeviceInfo device_;
+    JobSummary summary_;
+    bool aborted_ = false;
+
+    std::vector<BatchFile> batch_;
+    uint64_t batch_bytes_ = 0;
+    SharedDirFd any_dest_dir_; // for syncfs
+};
+
+void JobRunner::report_error(Status s, const std::string &path)
+{
+    ++summary_.errors;
+    if (is_device_fatal(s.err()))
+        aborted_ = true;
+    JobEvent e;
+    e.kind = JobEvent::Kind::Error;
+    e.path = path;
+    e.message = s.message();
+    e.status = std::move(s);
+    emit(std::move(e));
+}
+
+void JobRunner::report_skip(const std::string &path, const std::string &why)
+{
+    ++summary_.files_skipped;
+    JobEvent e;
+    e.kind = JobEvent::Kind::Skipped;
+    e.path = path;
+    e.message = path + ": " + why;
+    emit(std::move(e));
+}
+
+Status JobRunner::preflight(const std::vector<ItemPlan> &plans)
+{
+    if (!device_.free_bytes)
+        return {}; // unknown (fusefat reports a size of 0): never taken as full
+    // Block-rounded, since every file takes at least one block; metadata is not counted, so this catches the
+    // clear cases up front and ENOSPC mid-copy is still handled.
+    uint64_t needed = 0;
+    for (const auto &plan : plans)
+        for (const auto &e : plan.entries)
+            if (e.kind == EntryKind::File && e.skip_reason.empty())
+                needed += (e.size + 4095) / 4096 * 4096;
+    if (needed <= *device_.free_bytes)
+        return {};
+    auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+    return Status::from_errno(ENOSPC, "space check", device_.mount_point)
+        .with_detail("not enough space: the copy needs " + mib(needed) + ", " + mib(*device_.free_bytes) + " free");
+}
+
+JobSummary JobRunner::run()
+{
+    const double started = monotonic_seconds();
+    counters_.state.store(JobState::Running);
+    Resolution res = resolve_destination(spec_.sources, spec_.destination);
+    for (Status &s : res.errors) {
+        const std::string path = s.path();
+        report_error(std::move(s), path);
+    }
+    if (!res.fatal.ok()) {
+        report_error(res.fatal, spec_.destination);
+        res.items.clear();
+    }
+
+    std::vector<ItemPlan> plans;
+    for (const CopyItem &item : res.items) {
+        plans.push_back(plan_item(item, [&](Status s) { report_error(std::move(s), item.source); }));
+    }
+
+    if (!plans.empty()) {
+        if (auto probed = probe_device(plans.front().item.target_dir); probed.ok()) {
+            device_ = probed.value();
+        } else {
+            // Without knowing the filesystem, take the mode that is right everywhere.
+            device_.writeback = WritebackMode::ChunkSync;
+        }
+    }
+
+    // Everything that can be said before the first byte is said now.
+    uint64_t total = 0, files = 0;
+    for (ItemPlan &plan : plans) {
+        for (PlanEntry &e : plan.entries) {
+            if (e.kind == EntryKind::Special || !e.skip_reason.empty())
+                continue;
+            const std::string name = split_rel(e.rel).second.empty() ? plan.item.target_name : split_rel(e.rel).second;
+            if (std::string why = name_problem(name, device_.limits); !why.empty())
+                e.skip_reason = why;
+            else if (e.kind == EntryKind::File && e.size > device_.limits.max_file_size)
+                e.skip_reason = "is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)";
+            if (e.kind == EntryKind::File && e.skip_reason.empty()) {
+                total += e.size;
+                ++files;
+            } else if (e.kind == EntryKind::Symlink && e.skip_reason.empty()) {
+                ++files;
+            }
+        }
+    }
+    counters_.total_bytes.store(total);
+    counters_.files_total.store(files);
+
+    if (Status s = preflight(plans); !s.ok()) {
+        report_error(std::move(s), spec_.destination);
+        plans.clear();
+    }
+
+    for (const ItemPlan &plan : plans) {
+        if (stopping())
+            break;
+        run_item(plan);
+    }
+    flush_batch();
+    batch_.clear(); // unflushed parts (cancel, abort) are removed here
+    if (syncs() && any_dest_dir_) {
+        // Metadata of everything this job touched (folders, times, the journal) reaches the device too, so
+        // "done" and "cancelled" both mean there is nothing left to write.
+        retry_eintr([&] { return sys().syncfs(any_dest_dir_->get()); });
+    }
+
+    summary_.cancelled = control_.cancel_requested();
+    summary_.aborted = aborted_;
+    summary_.seconds = monotonic_seconds() - started;
+    counters_.state.store(summary_.cancelled ? JobState::Cancelled
+                                             : summary_.ok() ? JobState::Done : JobState::Failed);
+    JobEvent done;
+    done.kind = JobEvent::Kind::Done;
+    done.path = spec_.destination;
+    done.bytes = summary_.bytes;
+    emit(done);
+    return summary_;
+}
+
+void JobRunner::run_item(const ItemPlan &plan)
+{
+    if (plan.entries.empty())
+        return;
+    const CopyItem &item = plan.item;
+    Status error;
+    SharedDirFd src_root = open_dir(AT_FDCWD, item.source_dir.c_str(), error, item.source_dir, false);
+    SharedDirFd dst_root = src_root ? open_dir(AT_FDCWD, item.target_dir.c_str(), error, item.target_dir, false)
+                                    : SharedDirFd{};
+    if (!dst_root) {
+        report_error(std::move(error), item.source);
+        return;
+    }
+    if (!any_dest_dir_)
+        any_dest_dir_ = dst_root;
+    struct stat root_st {};
+    sys().fstatat(src_root->get(), item.source_name.c_str(), &root_st, AT_SYMLINK_NOFOLLOW);
+    session_.route = choose_route(device_, root_st.st_dev);
+
+    DirCache src(src_root, item.source_dir);
+    DirCache dst(dst_root, item.target_dir);
+    std::vector<FinishedDir> dirs;
+    std::string failed_dir; // a folder that could not be created: its contents are passed over
+    for (const PlanEntry &entry : plan.entries) {
+        if (stopping())
+            break;
+        if (!failed_dir.empty() && entry.rel.size() > failed_dir.size() &&
+            entry.rel.compare(0, failed_dir.size() + 1, failed_dir + "/") == 0)
+            continue;
+        const std::size_t errors_before = summary_.errors;
+        copy_entry(plan, entry, src, dst, dirs);
+        if (entry.kind == EntryKind::Directory && summary_.errors != errors_before)
+            failed_dir = entry.rel.empty() ? std::string("\x01") : entry.rel;
+        if (failed_dir == "\x01")
+            break;
+    }
+    flush_batch();
+    if (!stopping())
+        finish_dirs(dst, dirs);
+}
+
+void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCache &src, DirCache &dst,
+                           std::vector<FinishedDir> &dirs)
+{
+    const CopyItem &item = plan.item;
+    const std::string src_rel = join(item.source_name, entry.rel);
+    const std::string dst_rel = join(item.target_name, entry.rel);
+    const std::string source = join(strip_trailing_slashes(item.source), entry.rel);
+    if (!entry.skip_reason.empty()) {
+        report_skip(source, entry.skip_reason);
+        return;
+    }
+    auto [src_parent_rel, name] = split_rel(src_rel);
+    auto [dst_parent_rel, dst_name] = split_rel(dst_rel);
+    Status error;
+    SharedDirFd dst_dir = dst.get(dst_parent_rel, error);
+    SharedDirFd src_dir = dst_dir ? src.get(src_parent_rel, error) : SharedDirFd{};
+    if (!src_dir) {
+        report_error(std::move(error), source);
+        return;
+    }
+    const std::string dst_display = join(dst.display(), dst_parent_rel);
+
+    switch (entry.kind) {
+    case EntryKind::Special:
+        return; // reported through skip_reason
+    case EntryKind::Directory: {
+        // Created owner-writable so it can be filled; its real mode is set once it is full.
+        if (sys().mkdirat(dst_dir->get(), dst_name.c_str(), 0700) < 0) {
+            struct stat st {};
+            if (errno != EEXIST || sys().fstatat(dst_dir->get(), dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                !S_ISDIR(st.st_mode)) {
+                report_error(Status::from_errno(errno == EEXIST ? ENOTDIR : errno, "mkdir", dst_display + "/" + dst_name),
+                             source);
+                return;
+            }
+            // An existing folder: the copy merges into it and leaves its mode alone.
+            return;
+        }
+        dirs.push_back({dst_rel, entry.mode, entry.mtime});
+        return;
+    }
+    case EntryKind::Symlink: {
+        std::string target(4096, '\0');
+        ssize_t n = sys().readlinkat(src_dir->get(), name.c_str(), target.data(), target.size());
+        if (n < 0) {
+            report_error(Status::from_errno(errno, "readlink", source), source);
+            return;
+        }
+        target.resize(size_t(n));
+        struct stat st {};
+        if (sys().fstatat(dst_dir->get(), dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (spec_.conflict == ConflictPolicy::Skip) {
+                report_skip(source, "already exists at the destination");
+                return;
+            }
+        }
+        std::string final_name;
+        if (Status s = publish_symlink(dst_dir, dst_display, dst_name, target, entry.mtime, spec_.conflict, &final_name);
+            !s) {
+            report_error(std::move(s), source);
+            return;
+        }
+        ++summary_.files_copied;
+        counters_.files_done.fetch_add(1);
+        JobEvent e;
+        e.path = source;
+        e.target = dst_display + "/" + final_name;
+        emit(std::move(e));
+        return;
+    }
+    case EntryKind::File:
+        break;
+    }
+
+    // A regular file: conflicts are settled before its source is even opened.
+    struct stat existing {};
+    if (sys().fstatat(dst_dir->get(), dst_name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (spec_.conflict == ConflictPolicy::Skip) {
+            report_skip(source, "already exists at the destination");
+            return;
+        }
+        if (spec_.conflict == ConflictPolicy::Refuse) {
+            report_error(Status::from_errno(EEXIST, "exists", dst_display + "/" + dst_name)
+                             .with_detail("already exists; not overwritten (use --overwrite or --skip-existing)"),
+                         source);
+            return;
+        }
+        if (spec_.conflict == ConflictPolicy::Overwrite && S_ISDIR(existing.st_mode)) {
+            report_error(Status::from_errno(EISDIR, "overwrite", dst_display + "/" + dst_name)
+                             .with_detail("is a folder; a file cannot replace it"),
+                         source);
+            return;
+        }
+    }
+    // O_NONBLOCK: if the file was swapped for a FIFO since the walk, opening it must not wait for a writer.
+    UniqueFd in(retry_eintr([&] {
+        return sys().openat(src_dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+                            0);
+    }));
+    if (!in) {
+        report_error(Status::from_errno(errno, "open", source), source);
+        return;
+    }
+    struct stat st {};
+    if (sys().fstat(in.get(), &st) < 0) {
+        report_error(Status::from_errno(errno, "stat", source), source);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        report_skip(source, std::string("is a ") + special_kind(st.st_mode) + "; only files, folders and links are copied");
+        return;
+    }
+    sys().fcntl_setfl(in.get(), O_RDONLY);
+    counters_.set_current_file(source);
+    copy_regular(source, in.get(), uint64_t(st.st_size), entry, dst_dir, dst_display, dst_name);
+}
+
+void JobRunner::copy_regular(const std::string &source, int src_fd, uint64_t size, const PlanEntry &entry,
+                             const SharedDirFd &dst_dir, const std::string &dst_display, const std::string &name)
+{
+    const bool small = size <= spec_.small_file_limit && syncs();
+    if (!small)
+        flush_batch(); // keeps durability in order and the dirty budget to one of the two at a time
+
+    auto part = PartFile::create(dst_dir, dst_display, name);
+    if (!part.ok()) {
+        report_error(part.status(), source);
+        return;
+    }
+    PartFile &pf = part.value();
+    if (size > 0 && syncs()) {
+        // Reserve the space now: a full stick is found before the copy, not at 97 %. KEEP_SIZE leaves the
+        // file's size growing with its data. Filesystems without fallocate just copy.
+        if (sys().fallocate(pf.fd(), FALLOC_FL_KEEP_SIZE, 0, off_t(size)) < 0 && (errno == ENOSPC || errno == EDQUOT)) {
+            report_error(Status::from_errno(errno, "allocate", pf.display_path()), source);
+            return;
+        }
+    }
+    FileCopyResult copied;
+    Status s = small ? copy_small_file_data(src_fd, pf.fd(), size, session_, counters_, pf.display_path(), copied)
+                     : copy_file_data(src_fd, pf.fd(), size, session_, control_, counters_, pf.display_path(), copied);
+    if (s)
+        s = pf.set_attributes(entry.mode, entry.mtime);
+    if (!s) {
+        if (s.err() != ECANCELED)
+            report_error(std::move(s), source);
+        return; // |part| goes out of scope: the part file is removed
+    }
+    if (small) {
+        batch_bytes_ += copied.copied;
+        batch_.push_back({std::move(pf), source, copied.copied, dst_dir, dst_display});
+        if (batch_bytes_ >= spec_.batch_bytes || batch_.size() >= spec_.batch_files)
+            flush_batch();
+        return;
+    }
+    if (syncs()) {
+        if (Status ds = pf.sync_data(); !ds) {
+            report_error(std::move(ds), source);
+            return;
+        }
+    }
+    session_.count_durable(copied.copied - copied.durable, counters_);
+    std::string final_name;
+    if (Status cs = pf.commit(spec_.conflict, &final_name); !cs) {
+        report_error(std::move(cs), source);
+        return;
+    }
+    if (syncs()) {
+        if (Status ds = sync_dir_now(dst_dir, dst_display); !ds) {
+            report_error(std::move(ds), source);
+            return;
+        }
+    }
+    ++summary_.files_copied;
+    summary_.bytes += copied.copied;
+    counters_.files_done.fetch_add(1);
+    JobEvent e;
+    e.path = source;
+    e.target = dst_display + "/" + final_name;
+    e.bytes = copied.copied;
+    emit(std::move(e));
+}
+
+Status JobRunner::sync_dir_now(const SharedDirFd &dir, const std::string &display)
+{
+    return sync_directory(dir->get(), display);
+}
+
+void JobRunner::flush_batch()
+{
+    if (batch_.empty())
+        return;
+    std::vector<BatchFile> batch = std::move(batch_);
+    batch_.clear();
+    batch_bytes_ = 0;
+    if (control_.cancel_requested())
+        return; // the parts are removed as |batch| goes
+
+    // One sync for the whole batch. On a block filesystem syncfs writes every file's data and the journal in
+    // one go; FUSE and network filesystems don't pass syncfs on reliably, so there each file is fdatasync'ed
+    // (their writeback was started file by file, so these mostly wait).
+    Status s;
+    if (device_.writeback == WritebackMode::Windows) {
+        if (retry_eintr([&] { return sys().syncfs(batch.front().part.fd()); }) < 0)
+            s = Status::from_errno(errno, "syncfs", batch.front().dir_display);
+    } else {
+        for (BatchFile &f : batch) {
+            if (s = f.part.sync_data(); !s)
+                break;
+        }
+    }
+    if (!s) {
+        for (BatchFile &f : batch)
+            report_error(Status(s.code(), s.op(), f.part.display_path()), f.source);
+        return;
+    }
+    for (BatchFile &f : batch)
+        session_.count_durable(f.copied, counters_);
+
+    std::vector<std::pair<BatchFile *, std::string>> published;
+    std::set<int> dirs;
+    for (BatchFile &f : batch) {
+        f.part.close_fd().ignore(); // synced already; the name is what is left to publish
+        std::string final_name;
+        if (Status cs = f.part.commit(spec_.conflict, &final_name); !cs) {
+            report_error(std::move(cs), f.source);
+            continue;
+        }
+        published.emplace_back(&f, f.dir_display + "/" + final_name);
+        dirs.insert(f.dir->get());
+    }
+    // The renames, made durable together.
+    if (device_.writeback == WritebackMode::Windows) {
+        if (retry_eintr([&] { return sys().syncfs(batch.front().dir->get()); }) < 0)
+            s = Status::from_errno(errno, "syncfs", batch.front().dir_display);
+    } else {
+        for (BatchFile &f : batch) {
+            if (dirs.erase(f.dir->get()) && !(s = sync_dir_now(f.dir, f.dir_display)))
+                break;
+        }
+    }
+    for (auto &[f, target] : published) {
+        if (!s) {
+            report_error(Status(s.code(), s.op(), target), f->source);
+            continue;
+        }
+        ++summary_.files_copied;
+        summary_.bytes += f->copied;
+        counters_.files_done.fetch_add(1);
+        JobEvent e;
+        e.path = f->source;
+        e.target = target;
+        e.bytes = f->copied;
+        emit(std::move(e));
+    }
+}
+
+void JobRunner::finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs)
+{
+    // Deepest first: setting a folder's time must come after everything inside it was created.
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+        Status error;
+        auto [parent_rel, name] = split_rel(it->rel);
+        SharedDirFd dir = dst.get(it->rel, error);
+        if (!dir) {
+            report_error(std::move(error), it->rel);
+            continue;
+        }
+        const std::string display = join(dst.display(), it->rel);
+        struct timespec times[2] = {{0, UTIME_OMIT}, it->mtime};
+        if (sys().fchmod(dir->get(), it->mode & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0 ||
+            sys().futimens(dir->get(), times) < 0) {
+            report_error(Status::from_errno(errno, "set attributes", display), display);
+            continue;
+        }
+        if (syncs() && device_.writeback != WritebackMode::Windows) {
+            // New folders' entries in their parents: the job's final syncfs covers block filesystems.
+            SharedDirFd parent = dst.get(parent_rel, error);
+            if (parent)
+                sync_dir_now(parent, display).ignore();
+        }
+    }
+}
+
+} // namespace
+
+JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
+                        const JobEventSink &sink)
+{
+    return JobRunner(spec, control, counters, sink).run();
+}
+
+} // namespace sanecopy

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "destination.h"
+
+#include "sys.h"
+
+#include <climits>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <tuple>
+
+namespace sanecopy {
+
+std::string strip_trailing_slashes(const std::string &path)
+{
+    std::string p = path;
+    while (p.size() > 1 && p.back() == '/')
+        p.pop_back();
+    return p;
+}
+
+std::pair<std::string, std::string> split_path(const std::string &path)
+{
+    const std::string p = strip_trailing_slashes(path);
+    const auto slash = p.rfind('/');
+    if (slash == std::string::npos)
+        return {".", p};
+    if (slash == 0)
+        return {"/", p.substr(1)};
+    return {p.substr(0, slash), p.substr(slash + 1)};
+}
+
+namespace {
+
+std::string real_path(const std::string &path)
+{
+    char buf[PATH_MAX];
+    return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+bool is_within(const std::string &inner, const std::string &outer)
+{
+    if (outer == "/")
+        return true;
+    return inner == outer || (inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
+                              inner[outer.size()] == '/');
+}
+
+} // namespace
+
+Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest)
+{
+    Resolution r;
+    if (sources.empty() || dest.empty()) {
+        r.fatal = Status::from_errno(EINVAL, "usage", dest);
+        return r;
+    }
+    struct stat dst {};
+    const bool dest_exists = sys().fstatat(AT_FDCWD, dest.c_str(), &dst, 0) == 0;
+    const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode);
+    const bool wants_dir = dest.back() == '/';
+
+    if (wants_dir && !dest_is_dir) {
+        r.fatal = Status::from_errno(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+                      .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
+                                               : "no such folder (a destination ending in '/' must exist)");
+        return r;
+    }
+    if (!dest_is_dir && sources.size() > 1) {
+        r.fatal = Status::from_errno(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+                      .with_detail("is not an existing folder, and several sources need one");
+        return r;
+    }
+    std::string target_dir, as_name;
+    if (dest_is_dir) {
+        target_dir = strip_trailing_slashes(dest);
+    } else {
+        std::tie(target_dir, as_name) = split_path(dest);
+        struct stat parent {};
+        if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
+            const int err = errno;
+            r.fatal = Status::from_errno(err, "destination folder", target_dir)
+                          .with_detail(err == ENOENT ? "the destination folder does not exist"
+                                                     : "cannot use the destination folder: " +
+                                                           std::error_code(err, std::generic_category()).message());
+            return r;
+        }
+        if (!S_ISDIR(parent.st_mode)) {
+            r.fatal = Status::from_errno(ENOTDIR, "destination folder", target_dir).with_detail("is not a folder");
+            return r;
+        }
+    }
+    const std::string real_target_dir = real_path(target_dir);
+
+    for (const std::string &source : sources) {
+        struct stat st {};
+        if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            r.errors.push_back(Status::from_errno(errno, "source", source));
+            continue;
+        }
+        CopyItem item;
+        item.source = source;
+        std::tie(item.source_dir, item.source_name) = split_path(source);
+        if (item.source_name == "." || item.source_name == ".." || item.source_name == "/" ||
+            item.source_name.empty()) {
+            // "sanecp . /mnt": the folder's real name, found through its real path.
+            const std::string real = real_path(source);
+            if (real == "/" || real.empty()) {
+                r.errors.push_back(Status::from_errno(EINVAL, "source", source).with_detail("cannot copy the root folder"));
+                continue;
+            }
+            std::tie(item.source_dir, item.source_name) = split_path(real);
+        }
+        item.source_is_dir = S_ISDIR(st.st_mode);
+        item.target_dir = target_dir;
+        item.target_name = as_name.empty() ? item.source_name : as_name;
+
+        const std::string target = (real_target_dir == "/" ? "" : real_target_dir) + "/" + item.target_name;
+        if (item.source_is_dir) {
+            const std::string real_source = real_path(source);
+            if (!real_source.empty() && is_within(target, real_source)) {
+                r.errors.push_back(Status::from_errno(EINVAL, "copy into itself", source)
+                                       .with_detail("cannot copy a folder into itself or one of its subfolders"));
+                continue;
+            }
+        }
+        struct stat existing {};
+        if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+            if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino) {
+                r.errors.push_back(Status::from_errno(EINVAL, "same file", source)
+                                       .with_detail("source and destination are the same file"));
+                continue;
+            }
+            if (item.source_is_dir && !S_ISDIR(existing.st_mode)) {
+                r.errors.push_back(Status::from_errno(ENOTDIR, "folder onto a file", target)
+                                       .with_detail("exists and is not a folder; a folder cannot replace it"));
+                continue;
+            }
+        }
+        r.items.push_back(std::move(item));
+    }
+    return r;
+}
+
+} // namespace sanecopy

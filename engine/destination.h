@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// cp's destination rules, resolved before anything is opened for writing:
+//   - DEST is an existing folder: every SOURCE goes into it under its own name;
+//   - one SOURCE and a DEST that is not a folder: SOURCE is copied as DEST (its parent folder must exist);
+//   - DEST ending in '/' must be an existing folder;
+//   - several SOURCEs need DEST to be a folder;
+//   - a folder is never copied into itself or below itself.
+// Symlinks given as sources are copied as links, like everywhere else in a tree.
+#pragma once
+
+#include "result.h"
+
+#include <string>
+#include <vector>
+
+namespace sanecopy {
+
+struct CopyItem {
+    std::string source;       // as given
+    std::string source_dir;   // folder holding the source ("." when none was given)
+    std::string source_name;
+    std::string target_dir;   // existing folder that receives it
+    std::string target_name;
+    bool source_is_dir = false;
+};
+
+struct Resolution {
+    std::vector<CopyItem> items;
+    std::vector<Status> errors;  // per source (missing, into itself, ...): those sources are left out
+    Status fatal;                // the destination itself is unusable: nothing is copied
+};
+
+Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest);
+
+// "a/b/" -> "a/b"; "/" stays "/". Pure.
+std::string strip_trailing_slashes(const std::string &path);
+// Pure split at the last '/': ("a/b", "c") for "a/b/c", (".", "c") for "c", ("/", "c") for "/c".
+std::pair<std::string, std::string> split_path(const std::string &path);
+
+} // namespace sanecopy

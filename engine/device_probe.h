@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// DeviceProbe: from a destination path to what the copy needs to know about where the bytes land: the mount,
+// the filesystem and its limits, the block device behind it, whether it is removable or rotational, the BDI
+// whose dirty pages are ours, and the free space.
+//
+// The parsers are pure functions over text (mountinfo) so they are tested with fixture files; the sysfs reads
+// take a root directory ("/sys" in production) so tests can point them at a fixture tree.
+#pragma once
+
+#include "result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+namespace sanecopy {
+
+// One line of /proc/self/mountinfo, unescaped (\040 -> ' ', \011, \012, \134).
+struct MountEntry {
+    int mount_id = 0;
+    int parent_id = 0;
+    unsigned dev_major = 0;
+    unsigned dev_minor = 0;
+    std::string root;        // the mount's root within its filesystem
+    std::string mount_point; // where it is mounted
+    std::string options;     // per-mount options ("rw,relatime")
+    std::string fs_type;     // "ext4", "fuseblk", "fuse" (subtype split off into fs_subtype)
+    std::string fs_subtype;  // "fuse.sshfs" -> "sshfs"; empty when the type has none
+    std::string source;      // "/dev/sdb1", "tmpfs", ...
+    std::string super_options;
+};
+
+// Parses the whole text of a mountinfo file. Malformed lines are skipped, never fatal.
+std::vector<MountEntry> parse_mountinfo(std::string_view text);
+
+// The mount that holds |path| (an absolute, symlink-free path): the last-mounted entry whose
+// mount point is the longest prefix of |path| on a component boundary. nullptr when none matches.
+const MountEntry *find_mount(const std::vector<MountEntry> &mounts, std::string_view path);
+
+// What a filesystem refuses. Filled from the filesystem type.
+struct FsLimits {
+    uint64_t max_file_size = UINT64_MAX;  // FAT32: 4 GiB - 1
+    bool forbids_fat_chars = false;       // FAT/exFAT/NTFS-on-Windows rules: : ? * " < > | \ and control chars
+    bool forbids_trailing_dot_space = false;
+};
+
+// Limits for a filesystem type as mountinfo or blkid name it ("vfat", "msdos", "exfat", "ntfs", "ntfs3", "ext4", ...).
+FsLimits fs_limits_for(std::string_view fs_type);
+
+// Why |name| can't be stored on a filesystem with |limits|: empty when it can.
+std::string name_problem(std::string_view name, const FsLimits &limits);
+
+// How the engine keeps dirty pages bounded on a destination. Chosen by choose_writeback().
+enum class WritebackMode {
+    None,      // tmpfs/ramfs: memory is the device; syncing or evicting buys nothing.
+    Windows,   // a local block filesystem: sync_file_range windows reach its pages.
+    ChunkSync, // FUSE, network and stacked filesystems: sync_file_range can't reach where the data really
+               // waits (the FUSE daemon writes into the block device's own cache), so fdatasync per chunk.
+};
+
+struct DeviceInfo {
+    std::string mount_point;
+    std::string fs_type;        // mountinfo type, subtype split off ("fuseblk", "ext4", "fuse")
+    std::string fs_subtype;     // "exfat" for "fuse.exfat", empty when unknown
+    unsigned long fs_magic = 0; // statfs f_type
+    dev_t st_dev = 0;           // of the destination folder
+    std::string block_device;   // "sdb1", "loop3"; empty when not block-backed
+    std::string disk;           // the whole disk: "sdb" for "sdb1"; the device for an unpartitioned one
+    std::string bdi;            // "MAJ:MIN" of the backing device info whose dirty pages are ours; empty when unknown
+    bool removable = false;     // /sys/block/<disk>/removable, or a USB/MMC bus in the device path
+    bool rotational = false;    // /sys/block/<disk>/queue/rotational
+    std::optional<uint64_t> free_bytes;  // unknown when statfs reports a size of 0 (fusefat)
+    std::optional<uint64_t> total_bytes;
+    FsLimits limits;
+    WritebackMode writeback = WritebackMode::Windows;
+
+    bool is_tmpfs() const { return writeback == WritebackMode::None; }
+    // Jobs that share this key share a writer (one writer per device).
+    std::string device_key() const;
+};
+
+// Pure: the writeback mode for a filesystem, by statfs magic and mountinfo type.
+WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type);
+
+// Resolves "MAJ:MIN" of a block device to its sysfs facts, reading under |sysfs_root| (normally "/sys").
+// Fills block_device, disk, bdi, removable, rotational. Returns false when it is not a block device.
+bool probe_block_device(unsigned major, unsigned minor, std::string_view sysfs_root, DeviceInfo &info);
+
+// The full probe of an existing folder. Reads /proc/self/mountinfo and /sys.
+// Fails only when the folder can't be opened or stat'ed. Without a readable mountinfo or sysfs (a bare
+// container) the mount and block-device fields stay empty and the writeback mode follows the statfs magic.
+Result<DeviceInfo> probe_device(const std::string &folder);
+
+// Reads a small text file of /proc, /sys or debugfs whole, through the syscall seam. nullopt when it can't be
+// opened or read. The kernel generates these on each read, so two reads may disagree; callers treat them as
+// a snapshot, never as a contract.
+std::optional<std::string> read_kernel_text(const std::string &path);
+
+} // namespace sanecopy

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// What a running copy shares with the outside world: the user's pause/resume/cancel, and the counters that
+// progress snapshots are made from. Both are plain atomics: the copy checks the control once per chunk, and a
+// ticker thread reads the counters without ever taking a lock the copy holds.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace sanecopy {
+
+enum class JobState : int { Queued, Running, Paused, Cancelling, Done, Failed, Cancelled };
+const char *to_string(JobState state);
+
+class JobControl {
+public:
+    void pause() { set_if_active(kPause); }
+    void resume() { set_if_active(kRun); }
+    void cancel()
+    {
+        request_.store(kCancel, std::memory_order_release);
+        request_.notify_all();
+    }
+    bool cancel_requested() const { return request_.load(std::memory_order_acquire) == kCancel; }
+    bool pause_requested() const { return request_.load(std::memory_order_acquire) == kPause; }
+    // Blocks while paused. Returns false when the job was cancelled meanwhile.
+    bool wait_while_paused() const
+    {
+        int r;
+        while ((r = request_.load(std::memory_order_acquire)) == kPause)
+            request_.wait(kPause, std::memory_order_acquire);
+        return r != kCancel;
+    }
+
+private:
+    static constexpr int kRun = 0, kPause = 1, kCancel = 2;
+    void set_if_active(int to)
+    {
+        int cur = request_.load();
+        while (cur != kCancel && !request_.compare_exchange_weak(cur, to)) {
+        }
+        request_.notify_all();
+    }
+    std::atomic<int> request_{kRun};
+};
+
+// Written by the copying thread, read by anyone.
+struct ProgressCounters {
+    std::atomic<uint64_t> total_bytes{0};
+    std::atomic<uint64_t> written_bytes{0};  // handed to the kernel
+    std::atomic<uint64_t> durable_bytes{0};  // on the device: window waited for, or fdatasync returned
+    std::atomic<uint64_t> files_done{0};
+    std::atomic<uint64_t> files_total{0};
+    std::atomic<double> device_rate{0};      // EWMA of durable bytes/s
+    std::atomic<JobState> state{JobState::Queued};
+
+    void set_current_file(std::string path)
+    {
+        std::lock_guard lock(current_mutex_);
+        current_file_ = std::move(path);
+    }
+    std::string current_file() const
+    {
+        std::lock_guard lock(current_mutex_);
+        return current_file_;
+    }
+
+private:
+    mutable std::mutex current_mutex_; // only for the string; taken once per file, never per chunk
+    std::string current_file_;
+};
+
+// Monotonic seconds, the one clock the engine reads.
+inline double monotonic_seconds()
+{
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+} // namespace sanecopy

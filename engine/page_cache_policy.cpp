@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "page_cache_policy.h"
+
+#include "sys.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace sanecopy {
+
+namespace {
+uint64_t page_size()
+{
+    static const uint64_t size = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    return size;
+}
+} // namespace
+
+SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(size), evict_(evict)
+{
+    if (size_ == 0)
+        return;
+    // Readahead doubles its window under SEQUENTIAL; a failure only costs speed.
+    retry_eintr([&] { return sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); });
+    if (!evict_)
+        return;
+    void *map = sys().mmap(size_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) {
+        evict_ = false; // can't tell whose pages are whose, so evict none
+        return;
+    }
+    std::vector<unsigned char> vec((size_ + page_size() - 1) / page_size());
+    const bool ok = sys().mincore(map, size_, vec.data()) == 0;
+    sys().munmap(map, size_);
+    if (!ok) {
+        evict_ = false;
+        return;
+    }
+    for (unsigned char v : vec) {
+        if (v & 1) {
+            resident_ = std::move(vec);
+            break;
+        }
+    }
+    // resident_ stays empty when nothing was cached: then every page is ours to drop.
+}
+
+void SourceCache::release_until(uint64_t end)
+{
+    if (!evict_ || end <= released_)
+        return;
+    drop_range(released_, end);
+    released_ = end;
+}
+
+void SourceCache::drop_range(uint64_t from, uint64_t to)
+{
+    const uint64_t ps = page_size();
+    // Whole pages only: a partial page at |to| may still be read by the next chunk.
+    uint64_t first = from / ps;
+    uint64_t last = to >= size_ ? (size_ + ps - 1) / ps : to / ps;
+    if (resident_.empty()) {
+        if (last > first)
+            sys().fadvise(fd_, off_t(first * ps), off_t((last - first) * ps), POSIX_FADV_DONTNEED);
+        return;
+    }
+    uint64_t run = first;
+    for (uint64_t page = first; page <= last; ++page) {
+        const bool theirs = page < last && page < resident_.size() && (resident_[page] & 1);
+        if (page == last || theirs) {
+            if (page > run)
+                sys().fadvise(fd_, off_t(run * ps), off_t((page - run) * ps), POSIX_FADV_DONTNEED);
+            run = page + 1;
+        }
+    }
+}
+
+WritebackWindows::WritebackWindows(int fd, WritebackMode mode, std::string path)
+    : fd_(fd), mode_(mode), path_(std::move(path))
+{
+}
+
+WritebackWindows::~WritebackWindows()
+{
+    if (syncer_.joinable()) {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        syncer_.join();
+    }
+}
+
+Status WritebackWindows::start_sync_thread()
+{
+    if (syncer_.joinable())
+        return {};
+    syncer_ = std::thread([this] {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [this] { return stop_ || submitted_ > synced_; });
+            if (submitted_ == synced_ && stop_)
+                return;
+            const std::size_t target = submitted_;
+            lock.unlock();
+            // One fdatasync covers every window handed over before it began.
+            const int rc = retry_eintr([this] { return sys().fdatasync(fd_); });
+            const int err = rc < 0 ? errno : 0;
+            lock.lock();
+            if (err && !sync_error_)
+                sync_error_ = err;
+            synced_ = target;
+            wake_.notify_all();
+        }
+    });
+    return {};
+}
+
+Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows, uint64_t &durable)
+{
+    if (len == 0)
+        return {};
+    switch (mode_) {
+    case WritebackMode::None:
+        durable += len;
+        return {};
+    case WritebackMode::Windows:
+        if (retry_eintr([&] { return sys().sync_file_range(fd_, off_t(off), off_t(len), SYNC_FILE_RANGE_WRITE); }) < 0)
+            return Status::from_errno(errno, "sync_file_range", path_);
+        break;
+    case WritebackMode::ChunkSync: {
+        if (Status s = start_sync_thread(); !s)
+            return s;
+        std::lock_guard lock(mutex_);
+        ++submitted_;
+        wake_.notify_all();
+        break;
+    }
+    }
+    queue_.push_back({off, len});
+    pending_bytes_ += len;
+    while (queue_.size() > max_windows) {
+        if (Status s = wait_oldest(durable); !s)
+            return s;
+    }
+    return {};
+}
+
+Status WritebackWindows::wait_oldest(uint64_t &durable)
+{
+    const Window w = queue_.front();
+    if (mode_ == WritebackMode::Windows) {
+        const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+        if (retry_eintr([&] { return sys().sync_file_range(fd_, off_t(w.off), off_t(w.len), flags); }) < 0)
+            return Status::from_errno(errno, "sync_file_range", path_);
+    } else {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return synced_ > waited_ || sync_error_; });
+        if (sync_error_)
+            return Status::from_errno(sync_error_, "fdatasync", path_);
+        ++waited_;
+    }
+    queue_.pop_front();
+    pending_bytes_ -= w.len;
+    durable += w.len;
+    // Clean now, so DONTNEED really drops them; dirty pages it would skip.
+    sys().fadvise(fd_, off_t(w.off), off_t(w.len), POSIX_FADV_DONTNEED);
+    return {};
+}
+
+Status WritebackWindows::drain(uint64_t &durable)
+{
+    while (!queue_.empty()) {
+        if (Status s = wait_oldest(durable); !s)
+            return s;
+    }
+    return {};
+}
+
+} // namespace sanecopy

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The page-cache policy, in one place: what the copy tells the kernel about the pages it reads and writes.
+//
+// Source (SourceCache): read with POSIX_FADV_SEQUENTIAL, and once a range has been sent, drop the pages that
+// the copy itself brought in. Pages that were cached before the copy started belong to someone else (the
+// user's open video, a build tree) and are left alone; residency is taken once per file with mincore, because
+// readahead runs ahead of every chunk and a per-chunk check would mistake our own readahead for theirs.
+//
+// Destination (WritebackWindows): after each chunk is handed over, start its writeback
+// (sync_file_range(SYNC_FILE_RANGE_WRITE)) and queue it as a window. When more windows are queued than the
+// plan allows, wait for the oldest (WAIT_BEFORE|WRITE|WAIT_AFTER): the device has its bytes, so they count as
+// durable and their now-clean pages are dropped (POSIX_FADV_DONTNEED). The device always has the younger
+// windows queued while we wait, so it never idles, unlike an fdatasync per chunk.
+//
+// Where sync_file_range cannot see the data (FUSE: the daemon writes it into the block device's cache; network
+// and stacked filesystems), each window is made durable by fdatasync instead, run on a helper thread so the
+// next chunk is sent while the previous one syncs.
+//
+// Onto tmpfs nothing is synced or evicted: memory is the device.
+#pragma once
+
+#include "device_probe.h"
+#include "result.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sanecopy {
+
+class SourceCache {
+public:
+    // Takes the residency snapshot and sets SEQUENTIAL. Never fails: a source we can't advise is still copied.
+    SourceCache(int fd, uint64_t size, bool evict);
+    // Drops the pages of [0, end) that were not cached before, from where the last call stopped.
+    void release_until(uint64_t end);
+    // Drops our pages up to EOF, readahead beyond the last chunk included.
+    void release_all() { release_until(size_); }
+
+private:
+    void drop_range(uint64_t from, uint64_t to);
+
+    int fd_;
+    uint64_t size_;
+    bool evict_;
+    uint64_t released_ = 0;
+    std::vector<unsigned char> resident_; // one byte per page, from mincore; empty: nothing was cached
+};
+
+class WritebackWindows {
+public:
+    // |path| is only for error messages.
+    WritebackWindows(int fd, WritebackMode mode, std::string path);
+    ~WritebackWindows();
+    WritebackWindows(const WritebackWindows &) = delete;
+    WritebackWindows &operator=(const WritebackWindows &) = delete;
+
+    // Starts writeback of [off, off+len) and queues it. Then, while more than |max_windows| are queued,
+    // waits for the oldest. Adds the bytes that became durable to |durable|.
+    Status submit(uint64_t off, uint64_t len, unsigned max_windows, uint64_t &durable);
+    // Waits for every queued window. Adds their bytes to |durable|.
+    Status drain(uint64_t &durable);
+    // Bytes handed over but not yet known durable.
+    uint64_t pending_bytes() const { return pending_bytes_; }
+
+private:
+    struct Window {
+        uint64_t off;
+        uint64_t len;
+    };
+    Status wait_oldest(uint64_t &durable);
+    Status start_sync_thread();
+
+    int fd_;
+    WritebackMode mode_;
+    std::string path_;
+    std::deque<Window> queue_;
+    uint64_t pending_bytes_ = 0;
+
+    // ChunkSync: a helper thread runs fdatasync for every window submitted before it started.
+    std::thread syncer_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::size_t submitted_ = 0;   // windows handed to the syncer
+    std::size_t synced_ = 0;      // windows covered by a finished fdatasync
+    std::size_t waited_ = 0;      // windows whose completion this side has taken
+    int sync_error_ = 0;
+    bool stop_ = false;
+};
+
+} // namespace sanecopy

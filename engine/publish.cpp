@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "publish.h"
+
+#include "sys.h"
+
+#include <climits>
+#include <cstdio>
+#include <fcntl.h>
+#include <functional>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace sanecopy {
+
+const char *to_string(ConflictPolicy policy)
+{
+    switch (policy) {
+    case ConflictPolicy::Refuse:
+        return "refuse";
+    case ConflictPolicy::Skip:
+        return "skip";
+    case ConflictPolicy::Rename:
+        return "rename";
+    case ConflictPolicy::Overwrite:
+        return "overwrite";
+    }
+    return "?";
+}
+
+std::string part_name_for(const std::string &name)
+{
+    std::string part = "." + name + ".part";
+    if (part.size() <= NAME_MAX)
+        return part;
+    // Keep it recognisable and unique per name: a prefix of the name plus a hash of the whole of it.
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(name));
+    return "." + name.substr(0, NAME_MAX - 1 - 16 - 1 - 5) + "~" + hash + ".part";
+}
+
+std::string alternative_name(const std::string &name, unsigned n)
+{
+    // "archive.tar.gz" -> "archive (1).tar.gz" would be nicer, but which dot starts the extension is a guess;
+    // the last dot is what file managers use too. Hidden files (".bashrc") have no extension.
+    const auto dot = name.rfind('.');
+    const bool has_ext = dot != std::string::npos && dot > 0;
+    const std::string stem = has_ext ? name.substr(0, dot) : name;
+    const std::string ext = has_ext ? name.substr(dot) : std::string();
+    return stem + " (" + std::to_string(n) + ")" + ext;
+}
+
+PartFile::PartFile(PartFile &&other) noexcept { *this = std::move(other); }
+
+PartFile &PartFile::operator=(PartFile &&other) noexcept
+{
+    if (this != &other) {
+        discard();
+        dir_ = std::move(other.dir_);
+        fd_ = std::move(other.fd_);
+        name_ = std::move(other.name_);
+        part_ = std::move(other.part_);
+        display_ = std::move(other.display_);
+        owned_ = std::exchange(other.owned_, false);
+    }
+    return *this;
+}
+
+PartFile::~PartFile() { discard(); }
+
+Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, const std::string &name, mode_t mode)
+{
+    PartFile part;
+    part.dir_ = std::move(dir);
+    part.name_ = name;
+    part.part_ = part_name_for(name);
+    part.display_ = dir_path + "/" + name;
+    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    for (int attempt = 0;; ++attempt) {
+        int fd = retry_eintr([&] { return sys().openat(part.dir_->get(), part.part_.c_str(), flags, mode); });
+        if (fd >= 0) {
+            part.fd_.reset(fd);
+            part.owned_ = true;
+            return part;
+        }
+        if (errno == EEXIST && attempt == 0) {
+            // Left by an interrupted run. Only a regular file is taken away; anything else under a name of
+            // that shape is not ours.
+            struct stat st {};
+            if (sys().fstatat(part.dir_->get(), part.part_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISREG(st.st_mode) && sys().unlinkat(part.dir_->get(), part.part_.c_str(), 0) == 0)
+                continue;
+            errno = EEXIST;
+        }
+        return Status::from_errno(errno, "create", dir_path + "/" + part.part_);
+    }
+}
+
+Status PartFile::set_attributes(mode_t mode, const struct timespec &mtime)
+{
+    // Ownership is not copied, so neither are set-user/group-ID bits: they would hand the copier's identity
+    // to whatever the file runs.
+    if (sys().fchmod(fd_.get(), mode & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0)
+        return Status::from_errno(errno, "fchmod", display_);
+    struct timespec times[2] = {{0, UTIME_OMIT}, mtime};
+    if (sys().futimens(fd_.get(), times) < 0)
+        return Status::from_errno(errno, "futimens", display_);
+    return {};
+}
+
+Status PartFile::sync_data()
+{
+    if (retry_eintr([&] { return sys().fdatasync(fd_.get()); }) < 0)
+        return Status::from_errno(errno, "fdatasync", display_);
+    return {};
+}
+
+Status PartFile::close_fd()
+{
+    if (int err = fd_.reset(); err)
+        return Status::from_errno(err, "close", display_);
+    return {};
+}
+
+namespace {
+
+// rename without replacing. RENAME_NOREPLACE is refused by some filesystems (several FUSE ones), and there the
+// fallback checks first: a race with another writer in that instant is the one gap left.
+int rename_noreplace(int dirfd, const char *from, const char *to)
+{
+    if (sys().renameat2(dirfd, from, dirfd, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return -1;
+    struct stat st {};
+    if (sys().fstatat(dirfd, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return sys().renameat2(dirfd, from, dirfd, to, 0);
+}
+
+Status rename_into_place(int dirfd, const std::string &from, const std::string &name, const std::string &display,
+                         ConflictPolicy policy, std::string *final_name)
+{
+    if (final_name)
+        *final_name = name;
+    if (policy == ConflictPolicy::Overwrite) {
+        struct stat st {};
+        // rename() would happily replace an empty directory with a file; a folder is never overwritten by a file.
+        if (sys().fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+            return Status::from_errno(EISDIR, "rename", display);
+        if (sys().renameat2(dirfd, from.c_str(), dirfd, name.c_str(), 0) < 0)
+            return Status::from_errno(errno, "rename", display);
+        return {};
+    }
+    if (rename_noreplace(dirfd, from.c_str(), name.c_str()) == 0)
+        return {};
+    if (errno != EEXIST || policy != ConflictPolicy::Rename)
+        return Status::from_errno(errno, "rename", display);
+    for (unsigned n = 1; n < 10000; ++n) {
+        const std::string alt = alternative_name(name, n);
+        if (rename_noreplace(dirfd, from.c_str(), alt.c_str()) == 0) {
+            if (final_name)
+                *final_name = alt;
+            return {};
+        }
+        if (errno != EEXIST)
+            return Status::from_errno(errno, "rename", display);
+    }
+    return Status::from_errno(EEXIST, "rename", display);
+}
+
+} // namespace
+
+Status PartFile::commit(ConflictPolicy policy, std::string *final_name)
+{
+    Status s = rename_into_place(dir_->get(), part_, name_, display_, policy, final_name);
+    if (s)
+        owned_ = false;
+    return s;
+}
+
+void PartFile::discard()
+{
+    if (owned_ && dir_) {
+        // Drop the descriptor first: an unlinked file's dirty pages are thrown away only once it is closed.
+        fd_.reset();
+        sys().unlinkat(dir_->get(), part_.c_str(), 0);
+    }
+    owned_ = false;
+    fd_.reset();
+}
+
+Status publish_symlink(const SharedDirFd &dir, const std::string &dir_path, const std::string &name,
+                       const std::string &target, const struct timespec &mtime, ConflictPolicy policy,
+                       std::string *final_name)
+{
+    const std::string part = part_name_for(name);
+    const std::string display = dir_path + "/" + name;
+    if (sys().symlinkat(target.c_str(), dir->get(), part.c_str()) < 0) {
+        if (errno != EEXIST)
+            return Status::from_errno(errno, "symlink", display);
+        struct stat st {};
+        if (sys().fstatat(dir->get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode) ||
+            sys().unlinkat(dir->get(), part.c_str(), 0) < 0 ||
+            sys().symlinkat(target.c_str(), dir->get(), part.c_str()) < 0)
+            return Status::from_errno(EEXIST, "symlink", display);
+    }
+    struct timespec times[2] = {{0, UTIME_OMIT}, mtime};
+    // Not every filesystem keeps link times (FAT has no links at all); the link itself matters more.
+    sys().utimensat(dir->get(), part.c_str(), times, AT_SYMLINK_NOFOLLOW);
+    Status s = rename_into_place(dir->get(), part, name, display, policy, final_name);
+    if (!s)
+        sys().unlinkat(dir->get(), part.c_str(), 0);
+    return s;
+}
+
+Status sync_directory(int dirfd, const std::string &path)
+{
+    if (retry_eintr([&] { return sys().fsync(dirfd); }) < 0)
+        return Status::from_errno(errno, "fsync", path);
+    return {};
+}
+
+} // namespace sanecopy

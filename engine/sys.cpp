@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "sys.h"
+
+#include "fd.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+namespace sanecopy {
+
+namespace {
+Syscalls g_real;
+std::atomic<Syscalls *> g_current{&g_real};
+} // namespace
+
+Syscalls &sys() noexcept { return *g_current.load(std::memory_order_acquire); }
+
+ScopedSyscalls::ScopedSyscalls(Syscalls &replacement) noexcept
+    : previous_(g_current.exchange(&replacement, std::memory_order_acq_rel))
+{
+}
+
+ScopedSyscalls::~ScopedSyscalls() { g_current.store(previous_, std::memory_order_release); }
+
+int UniqueFd::reset(int fd) noexcept
+{
+    int err = 0;
+    if (fd_ >= 0 && sys().close(fd_) < 0 && errno != EINTR)
+        err = errno;
+    fd_ = fd;
+    return err;
+}
+
+int Syscalls::openat(int dirfd, const char *path, int flags, mode_t mode) { return ::openat(dirfd, path, flags, mode); }
+int Syscalls::close(int fd) { return ::close(fd); }
+int Syscalls::fstat(int fd, struct stat *st) { return ::fstat(fd, st); }
+int Syscalls::fstatat(int dirfd, const char *path, struct stat *st, int flags)
+{
+    return ::fstatat(dirfd, path, st, flags);
+}
+int Syscalls::fstatfs(int fd, struct statfs *st) { return ::fstatfs(fd, st); }
+ssize_t Syscalls::pread(int fd, void *buf, size_t len, off_t off) { return ::pread(fd, buf, len, off); }
+ssize_t Syscalls::pwrite(int fd, const void *buf, size_t len, off_t off) { return ::pwrite(fd, buf, len, off); }
+ssize_t Syscalls::sendfile(int out_fd, int in_fd, off_t *in_off, size_t len)
+{
+    return ::sendfile(out_fd, in_fd, in_off, len);
+}
+ssize_t Syscalls::copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off, size_t len)
+{
+    return ::copy_file_range(in_fd, in_off, out_fd, out_off, len, 0);
+}
+int Syscalls::ficlone(int dst_fd, int src_fd) { return ::ioctl(dst_fd, FICLONE, src_fd); }
+int Syscalls::fallocate(int fd, int mode, off_t off, off_t len) { return ::fallocate(fd, mode, off, len); }
+int Syscalls::ftruncate(int fd, off_t len) { return ::ftruncate(fd, len); }
+off_t Syscalls::lseek(int fd, off_t off, int whence) { return ::lseek(fd, off, whence); }
+int Syscalls::fdatasync(int fd) { return ::fdatasync(fd); }
+int Syscalls::fsync(int fd) { return ::fsync(fd); }
+int Syscalls::syncfs(int fd) { return ::syncfs(fd); }
+int Syscalls::sync_file_range(int fd, off_t off, off_t len, unsigned flags)
+{
+    return ::sync_file_range(fd, off, len, flags);
+}
+int Syscalls::fadvise(int fd, off_t off, off_t len, int advice)
+{
+    int err = ::posix_fadvise(fd, off, len, advice);
+    if (err == 0)
+        return 0;
+    errno = err;
+    return -1;
+}
+void *Syscalls::mmap(size_t len, int prot, int flags, int fd, off_t off) { return ::mmap(nullptr, len, prot, flags, fd, off); }
+int Syscalls::munmap(void *addr, size_t len) { return ::munmap(addr, len); }
+int Syscalls::mincore(void *addr, size_t len, unsigned char *vec) { return ::mincore(addr, len, vec); }
+int Syscalls::renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags)
+{
+    return ::renameat2(olddir, oldpath, newdir, newpath, flags);
+}
+int Syscalls::linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags)
+{
+    return ::linkat(olddir, oldpath, newdir, newpath, flags);
+}
+int Syscalls::unlinkat(int dirfd, const char *path, int flags) { return ::unlinkat(dirfd, path, flags); }
+int Syscalls::mkdirat(int dirfd, const char *path, mode_t mode) { return ::mkdirat(dirfd, path, mode); }
+ssize_t Syscalls::readlinkat(int dirfd, const char *path, char *buf, size_t len)
+{
+    return ::readlinkat(dirfd, path, buf, len);
+}
+int Syscalls::symlinkat(const char *target, int dirfd, const char *path) { return ::symlinkat(target, dirfd, path); }
+int Syscalls::fchmod(int fd, mode_t mode) { return ::fchmod(fd, mode); }
+int Syscalls::futimens(int fd, const struct timespec times[2]) { return ::futimens(fd, times); }
+int Syscalls::utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
+{
+    return ::utimensat(dirfd, path, times, flags);
+}
+int Syscalls::fcntl_setfl(int fd, int flags) { return ::fcntl(fd, F_SETFL, flags); }
+
+int Syscalls::list_dir(int dirfd, std::vector<std::string> &names)
+{
+    // fdopendir takes ownership of the descriptor it is given, so it gets a duplicate; the caller's stays
+    // pinned. The duplicate shares the file offset, hence the rewind.
+    int dup_fd = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    if (dup_fd < 0)
+        return -1;
+    DIR *dir = ::fdopendir(dup_fd);
+    if (!dir) {
+        int err = errno;
+        ::close(dup_fd);
+        errno = err;
+        return -1;
+    }
+    ::rewinddir(dir);
+    names.clear();
+    for (;;) {
+        errno = 0;
+        const dirent *entry = ::readdir(dir);
+        if (!entry)
+            break;
+        std::string_view name = entry->d_name;
+        if (name == "." || name == "..")
+            continue;
+        names.emplace_back(name);
+    }
+    int err = errno;
+    ::closedir(dir);
+    errno = err;
+    return err ? -1 : 0;
+}
+
+} // namespace sanecopy
