@@ -56,7 +56,8 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
         return r;
     }
     struct stat dst {};
-    const bool dest_exists = sys().fstatat(AT_FDCWD, dest.c_str(), &dst, 0) == 0;
+    // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder).
+    const bool dest_exists = sys().fstatat(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
     const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode);
     const bool wants_dir = dest.back() == '/';
 

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// A syscall seam for tests: counts calls and injects the faults a copy meets in the field (EINTR, short
+// transfers, ENOSPC or EIO after so many bytes, unsupported mechanisms), and can slow data calls down so
+// progress and pause/cancel are observable. Install with sanecopy::ScopedSyscalls.
+#pragma once
+
+#include "sys.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace sanecopy::test {
+
+struct FaultSyscalls : Syscalls {
+    // Knobs (set before the copy starts).
+    int ficlone_errno = EOPNOTSUPP;   // ext4 has no reflinks anyway; tests that want a clone set 0
+    int copy_file_range_errno = 0;
+    int sendfile_errno = 0;
+    int data_errno = 0;               // any data call fails with this once |fail_after_bytes| have moved
+    uint64_t fail_after_bytes = UINT64_MAX;
+    size_t max_transfer = 0;          // 0: no cap; else short transfers of at most this many bytes
+    int eintr_every = 0;              // every Nth data call returns EINTR first
+    int fdatasync_errno = 0;
+    int syncfs_errno = 0;
+    std::chrono::microseconds data_delay{0};
+    std::function<void(const char *path, int flags)> on_open;
+
+    // What happened.
+    std::atomic<int> ficlone_calls{0}, copy_file_range_calls{0}, sendfile_calls{0}, pwrite_calls{0};
+    std::atomic<int> fdatasync_calls{0}, fsync_calls{0}, syncfs_calls{0}, sync_file_range_calls{0};
+    std::atomic<int> sync_file_range_waits{0}, dontneed_calls{0}, eintr_injected{0};
+    std::atomic<uint64_t> moved{0};
+    std::atomic<int> in_data_call{0}, max_concurrent_data_calls{0};
+
+    // Returns 0 to go on with |len| (possibly capped), or an errno to fail with.
+    int before_data(size_t &len)
+    {
+        static thread_local int calls = 0;
+        ++calls;
+        if (eintr_every > 0 && calls % eintr_every == 0) {
+            ++eintr_injected;
+            return EINTR;
+        }
+        if (data_errno && moved.load() >= fail_after_bytes)
+            return data_errno;
+        if (max_transfer && len > max_transfer)
+            len = max_transfer;
+        if (data_errno && fail_after_bytes != UINT64_MAX && moved.load() + len > fail_after_bytes)
+            len = size_t(fail_after_bytes - moved.load());
+        if (data_delay.count() > 0)
+            std::this_thread::sleep_for(data_delay);
+        return 0;
+    }
+
+    struct Concurrency {
+        FaultSyscalls &f;
+        explicit Concurrency(FaultSyscalls &s) : f(s)
+        {
+            int now = ++f.in_data_call;
+            int prev = f.max_concurrent_data_calls.load();
+            while (now > prev && !f.max_concurrent_data_calls.compare_exchange_weak(prev, now)) {
+            }
+        }
+        ~Concurrency() { --f.in_data_call; }
+    };
+
+    int openat(int dirfd, const char *path, int flags, mode_t mode) override
+    {
+        if (on_open)
+            on_open(path, flags);
+        return Syscalls::openat(dirfd, path, flags, mode);
+    }
+    int ficlone(int dst, int src) override
+    {
+        ++ficlone_calls;
+        if (ficlone_errno) {
+            errno = ficlone_errno;
+            return -1;
+        }
+        return Syscalls::ficlone(dst, src);
+    }
+    ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len) override
+    {
+        ++copy_file_range_calls;
+        if (copy_file_range_errno) {
+            errno = copy_file_range_errno;
+            return -1;
+        }
+        Concurrency c(*this);
+        if (int err = before_data(len)) {
+            errno = err;
+            return -1;
+        }
+        ssize_t r = Syscalls::copy_file_range(in, in_off, out, out_off, len);
+        if (r > 0)
+            moved += uint64_t(r);
+        return r;
+    }
+    ssize_t sendfile(int out, int in, off_t *off, size_t len) override
+    {
+        ++sendfile_calls;
+        if (sendfile_errno) {
+            errno = sendfile_errno;
+            return -1;
+        }
+        Concurrency c(*this);
+        if (int err = before_data(len)) {
+            errno = err;
+            return -1;
+        }
+        ssize_t r = Syscalls::sendfile(out, in, off, len);
+        if (r > 0)
+            moved += uint64_t(r);
+        return r;
+    }
+    ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) override
+    {
+        ++pwrite_calls;
+        Concurrency c(*this);
+        if (int err = before_data(len)) {
+            errno = err;
+            return -1;
+        }
+        ssize_t r = Syscalls::pwrite(fd, buf, len, off);
+        if (r > 0)
+            moved += uint64_t(r);
+        return r;
+    }
+    int fdatasync(int fd) override
+    {
+        ++fdatasync_calls;
+        if (fdatasync_errno) {
+            errno = fdatasync_errno;
+            return -1;
+        }
+        return Syscalls::fdatasync(fd);
+    }
+    int fsync(int fd) override
+    {
+        ++fsync_calls;
+        return Syscalls::fsync(fd);
+    }
+    int syncfs(int fd) override
+    {
+        ++syncfs_calls;
+        if (syncfs_errno) {
+            errno = syncfs_errno;
+            return -1;
+        }
+        return Syscalls::syncfs(fd);
+    }
+    int sync_file_range(int fd, off_t off, off_t len, unsigned flags) override
+    {
+        ++sync_file_range_calls;
+        if (flags & SYNC_FILE_RANGE_WAIT_AFTER)
+            ++sync_file_range_waits;
+        return Syscalls::sync_file_range(fd, off, len, flags);
+    }
+    int fadvise(int fd, off_t off, off_t len, int advice) override
+    {
+        if (advice == POSIX_FADV_DONTNEED)
+            ++dontneed_calls;
+        return Syscalls::fadvise(fd, off, len, advice);
+    }
+};
+
+} // namespace sanecopy::test

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The copy loop and its mechanisms, driven through the syscall seam: faults the field throws at a copy, and
+// the fallbacks and page-cache work it must do.
+#include "catch.h"
+
+#include "copy_file.h"
+#include "fault_syscalls.h"
+#include "fd.h"
+#include "job_helpers.h"
+#include "publish.h"
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace sanecopy;
+using namespace sanecopy::test;
+
+namespace {
+constexpr uint64_t MiB = 1024 * 1024;
+
+struct Files {
+    UniqueFd src, dst;
+};
+
+Files open_pair(const std::string &src, const std::string &dst)
+{
+    Files f{UniqueFd(::open(src.c_str(), O_RDONLY | O_CLOEXEC)),
+            UniqueFd(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644))};
+    REQUIRE(f.src.valid());
+    REQUIRE(f.dst.valid());
+    return f;
+}
+
+Status copy_with(CopyRoute route, const std::string &src, const std::string &dst, uint64_t size,
+                 FileCopyResult &result, ProgressCounters &counters, CopySession *shared = nullptr)
+{
+    CopySession local(route);
+    CopySession &session = shared ? *shared : local;
+    JobControl control;
+    Files f = open_pair(src, dst);
+    return copy_file_data(f.src.get(), f.dst.get(), size, session, control, counters, dst, result);
+}
+
+CopyRoute stick_route() { return {false, WritebackMode::Windows, true}; }
+CopyRoute fast_route() { return {true, WritebackMode::Windows, true}; }
+
+double residency(const std::string &path)
+{
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    const uint64_t size = file_size(path);
+    void *map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+    REQUIRE(map != MAP_FAILED);
+    const long ps = ::sysconf(_SC_PAGESIZE);
+    std::vector<unsigned char> vec((size + ps - 1) / ps);
+    REQUIRE(::mincore(map, size, vec.data()) == 0);
+    ::munmap(map, size);
+    size_t in = 0;
+    for (auto v : vec)
+        in += v & 1;
+    return double(in) / double(vec.size());
+}
+
+void evict(const std::string &path)
+{
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    ::fdatasync(fd.get());
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+}
+} // namespace
+
+TEST_CASE("copy file to file: stick route copies identical bytes through sendfile windows")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 20 * MiB + 12345);
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", file_size(t / "src"), result, counters).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.sendfile_calls > 0);
+    CHECK(fs.copy_file_range_calls == 0);
+    // Each chunk's writeback was started and waited for, so every byte counted durable before fdatasync.
+    CHECK(fs.sync_file_range_waits > 0);
+    CHECK(result.durable == result.copied);
+    CHECK(counters.durable_bytes == file_size(t / "src"));
+    CHECK(counters.written_bytes == file_size(t / "src"));
+    CHECK(fs.dontneed_calls > 0);
+}
+
+TEST_CASE("copy file to file: EINTR is retried and the bytes are identical")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 6 * MiB);
+    FaultSyscalls fs;
+    fs.eintr_every = 2;
+    fs.max_transfer = 256 * 1024;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 6 * MiB, result, counters).ok());
+    CHECK(fs.eintr_injected > 0);
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("copy file to file: short sendfile transfers are carried on")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 3 * MiB + 7);
+    FaultSyscalls fs;
+    fs.max_transfer = 4093; // odd sizes, so offsets never line up with pages
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 3 * MiB + 7, result, counters).ok());
+    CHECK(result.copied == 3 * MiB + 7);
+    CHECK(fs.sendfile_calls > 700);
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("copy file to file: EXDEV from copy_file_range falls back to sendfile for the rest of the job")
+{
+    TempDir t;
+    write_pattern_file(t / "a", 2 * MiB, 1);
+    write_pattern_file(t / "b", 2 * MiB, 2);
+    FaultSyscalls fs;
+    fs.copy_file_range_errno = EXDEV;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    CopySession session(fast_route());
+    FileCopyResult r1, r2;
+    REQUIRE(copy_with(fast_route(), t / "a", t / "a.copy", 2 * MiB, r1, counters, &session).ok());
+    REQUIRE(copy_with(fast_route(), t / "b", t / "b.copy", 2 * MiB, r2, counters, &session).ok());
+    CHECK(same_bytes(t / "a", t / "a.copy"));
+    CHECK(same_bytes(t / "b", t / "b.copy"));
+    CHECK(fs.copy_file_range_calls == 1); // sticky: tried once, never again
+    CHECK_FALSE(session.copy_file_range_works);
+    CHECK(fs.sendfile_calls > 0);
+    CHECK(fs.ficlone_calls == 1);         // EOPNOTSUPP from FICLONE is sticky too
+}
+
+TEST_CASE("copy file to file: EINVAL from sendfile falls back to read/write")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 3 * MiB + 99);
+    FaultSyscalls fs;
+    fs.sendfile_errno = EINVAL;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    CopySession session(stick_route());
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 3 * MiB + 99, result, counters, &session).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.sendfile_calls == 1);
+    CHECK(fs.pwrite_calls > 0);
+    CHECK_FALSE(session.sendfile_works);
+}
+
+TEST_CASE("copy file to file: a fallback mid-file continues at the right offset")
+{
+    // copy_file_range moves the first bytes, then fails; sendfile must continue at the same offset even though
+    // copy_file_range never moved the destination's file position.
+    struct MidFileExdev : FaultSyscalls {
+        ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len) override
+        {
+            if (copy_file_range_calls++ >= 1) {
+                errno = EXDEV;
+                return -1;
+            }
+            return Syscalls::copy_file_range(in, io, out, oo, std::min<size_t>(len, 100000));
+        }
+    } fs;
+    TempDir t;
+    write_pattern_file(t / "src", 1 * MiB);
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(fast_route(), t / "src", t / "dst", 1 * MiB, result, counters).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("copy file to file: ChunkSync mode makes every window durable with fdatasync")
+{
+    TempDir t;
+    // More than the windows the first plan allows (8 x 1 MiB), so the copy must wait for syncs on its way.
+    write_pattern_file(t / "src", 32 * MiB);
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    CopyRoute route{false, WritebackMode::ChunkSync, true};
+    REQUIRE(copy_with(route, t / "src", t / "dst", 32 * MiB, result, counters).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.fdatasync_calls >= 2);         // one per batch of finished windows, from the helper thread
+    CHECK(fs.sync_file_range_calls == 0);   // it can't reach FUSE's data, so it isn't used
+    CHECK(result.durable == 32 * MiB);
+}
+
+TEST_CASE("copy file to file: tmpfs route does no syncing and no eviction")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 4 * MiB);
+    FaultSyscalls fs;
+    fs.ficlone_errno = EOPNOTSUPP;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    CopyRoute route{true, WritebackMode::None, false};
+    REQUIRE(copy_with(route, t / "src", t / "dst", 4 * MiB, result, counters).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.sync_file_range_calls == 0);
+    CHECK(fs.fdatasync_calls == 0);
+    CHECK(fs.dontneed_calls == 0);
+}
+
+TEST_CASE("page cache: the copy drops the source pages it read and the destination pages it wrote")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 16 * MiB);
+    evict(t / "src");
+    REQUIRE(residency(t / "src") < 0.05);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 16 * MiB, result, counters).ok());
+    CHECK(residency(t / "src") < 0.05);
+    CHECK(residency(t / "dst") < 0.05);
+}
+
+TEST_CASE("page cache: source pages that were cached before the copy are left alone")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 16 * MiB);
+    (void)read_file(t / "src"); // someone else is using this file
+    REQUIRE(residency(t / "src") > 0.95);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 16 * MiB, result, counters).ok());
+    CHECK(residency(t / "src") > 0.95);
+}
+
+TEST_CASE("copy file to file: cancel stops within a chunk with ECANCELED")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 8 * MiB);
+    FaultSyscalls fs;
+    fs.max_transfer = 64 * 1024;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    CopySession session(stick_route());
+    JobControl control;
+    control.cancel();
+    Files f = open_pair(t / "src", t / "dst");
+    FileCopyResult result;
+    Status s = copy_file_data(f.src.get(), f.dst.get(), 8 * MiB, session, control, counters, "dst", result);
+    CHECK(s.err() == ECANCELED);
+    CHECK(result.copied == 0);
+    CHECK(fs.sendfile_calls == 0);
+}
+
+TEST_CASE("file to folder: ENOSPC mid-file leaves neither the real name nor a part file")
+{
+    TempDir t;
+    write_pattern_file(t / "big", 12 * MiB);
+    ::mkdir((t / "out").c_str(), 0755);
+    FaultSyscalls fs;
+    fs.data_errno = ENOSPC;
+    fs.fail_after_bytes = 5 * MiB;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "big"}, t / "out"));
+    CHECK_FALSE(run.summary.ok());
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.err() == ENOSPC);
+    CHECK(run.first(JobEvent::Kind::Error)->message.find("No space left") != std::string::npos);
+    CHECK(list_tree(t / "out") == ".\tdir\n");
+}
+
+TEST_CASE("file to file: ENOSPC while overwriting leaves the old file intact")
+{
+    TempDir t;
+    write_pattern_file(t / "new", 12 * MiB, 7);
+    write_text_file(t / "old", "the old contents");
+    FaultSyscalls fs;
+    fs.data_errno = ENOSPC;
+    fs.fail_after_bytes = 3 * MiB;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "new"}, t / "old", ConflictPolicy::Overwrite));
+    CHECK_FALSE(run.summary.ok());
+    CHECK(read_file(t / "old") == "the old contents");
+    CHECK_FALSE(exists(t / ".old.part"));
+}
+
+TEST_CASE("file to file: EIO from fdatasync fails the file and never publishes it")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 3 * MiB);
+    FaultSyscalls fs;
+    fs.fdatasync_errno = EIO;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
+    CHECK_FALSE(run.summary.ok());
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.err() == EIO);
+    CHECK_FALSE(exists(t / "dst"));
+    CHECK_FALSE(exists(t / ".dst.part"));
+}
+
+TEST_CASE("file to file: a device-level error ends the job; later files are not attempted")
+{
+    TempDir t;
+    ::mkdir((t / "src").c_str(), 0755);
+    for (int i = 0; i < 3; ++i)
+        write_pattern_file(t / ("src/f" + std::to_string(i)), 2 * MiB, unsigned(i));
+    ::mkdir((t / "out").c_str(), 0755);
+    FaultSyscalls fs;
+    fs.data_errno = EIO;
+    fs.fail_after_bytes = 1 * MiB;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "src"}, t / "out"));
+    CHECK(run.summary.aborted);
+    CHECK(run.count(JobEvent::Kind::Error) == 1);
+    CHECK(run.count(JobEvent::Kind::FileDone) == 0);
+    CHECK(list_tree(t / "out") == ".\tdir\nsrc\tdir\n");
+}

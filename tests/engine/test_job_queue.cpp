@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The job queue: progress cadence, pause/resume/cancel, one writer per device and devices in parallel. Copies
+// are slowed down through the syscall seam so there is time to watch them; every wait is on a condition with a
+// deadline, never a bare sleep.
+#include "catch.h"
+
+#include "fault_syscalls.h"
+#include "job_queue.h"
+#include "test_support.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <sys/stat.h>
+
+using namespace sanecopy;
+using namespace sanecopy::test;
+
+namespace {
+constexpr uint64_t MiB = 1024 * 1024;
+
+struct Recorder : JobObserver {
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<ProgressSnapshot> progress;
+    std::vector<JobEvent> events;
+    bool finished = false;
+    JobSummary summary;
+    double first_running = 0, finished_at = 0;
+
+    void on_progress(const ProgressSnapshot &s) override
+    {
+        std::lock_guard lock(m);
+        progress.push_back(s);
+        if (s.state == JobState::Running && first_running == 0)
+            first_running = monotonic_seconds();
+        cv.notify_all();
+    }
+    void on_event(uint64_t, const JobEvent &e) override
+    {
+        std::lock_guard lock(m);
+        events.push_back(e);
+    }
+    void on_finished(uint64_t, const JobSummary &s) override
+    {
+        std::lock_guard lock(m);
+        finished = true;
+        summary = s;
+        finished_at = monotonic_seconds();
+        cv.notify_all();
+    }
+    template <typename Pred>
+    bool wait_for(Pred pred, double seconds = 20)
+    {
+        std::unique_lock lock(m);
+        return cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return pred(); });
+    }
+};
+
+JobSpec spec_of(const std::string &src, const std::string &dst)
+{
+    JobSpec spec;
+    spec.sources = {src};
+    spec.destination = dst;
+    return spec;
+}
+
+// A slow device: data calls of at most 128 KiB, 5 ms each (about 25 MB/s).
+void make_slow(FaultSyscalls &fs)
+{
+    fs.max_transfer = 128 * 1024;
+    fs.data_delay = std::chrono::milliseconds(5);
+}
+} // namespace
+
+TEST_CASE("job queue: progress snapshots arrive at least 4 times a second and end at the full size")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 24 * MiB);
+    FaultSyscalls fs;
+    make_slow(fs);
+    ScopedSyscalls seam(fs);
+    auto rec = std::make_shared<Recorder>();
+    {
+        JobQueue queue(0.2);
+        auto job = queue.submit(spec_of(t / "src", t / "dst"), rec);
+        REQUIRE(job->wait().ok());
+    }
+    REQUIRE(rec->finished);
+    REQUIRE(rec->progress.size() >= 2);
+    const double seconds = rec->progress.back().elapsed_seconds;
+    REQUIRE(seconds > 0.5); // the slow device made it last
+    CHECK(double(rec->progress.size()) / seconds >= 4.0);
+    CHECK(rec->progress.back().durable_bytes == 24 * MiB);
+    CHECK(rec->progress.back().total_bytes == 24 * MiB);
+    CHECK(rec->progress.back().files_done == 1);
+    // Durable never runs ahead of what was handed to the kernel, and never goes backwards.
+    uint64_t last = 0;
+    for (const auto &p : rec->progress) {
+        CHECK(p.durable_bytes <= p.written_bytes);
+        CHECK(p.durable_bytes >= last);
+        last = p.durable_bytes;
+    }
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("job queue: the device rate and ETA come from durable bytes")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 24 * MiB);
+    FaultSyscalls fs;
+    make_slow(fs);
+    ScopedSyscalls seam(fs);
+    auto rec = std::make_shared<Recorder>();
+    JobQueue queue(0.1);
+    auto job = queue.submit(spec_of(t / "src", t / "dst"), rec);
+    REQUIRE(rec->wait_for([&] {
+        return !rec->progress.empty() && rec->progress.back().device_bytes_per_sec > 0 &&
+               rec->progress.back().eta_seconds > 0;
+    }));
+    ProgressSnapshot mid;
+    {
+        std::lock_guard lock(rec->m);
+        mid = rec->progress.back();
+    }
+    CHECK(mid.device_bytes_per_sec < 1e9); // the slowed-down device, not the page cache's speed
+    const double expected = double(mid.total_bytes - mid.durable_bytes) / mid.device_bytes_per_sec;
+    CHECK(mid.eta_seconds == Approx(expected).epsilon(0.01));
+    job->cancel();
+    job->wait();
+}
+
+TEST_CASE("job queue: pause stops the copy at a chunk boundary, resume finishes it")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 24 * MiB);
+    FaultSyscalls fs;
+    make_slow(fs);
+    ScopedSyscalls seam(fs);
+    auto rec = std::make_shared<Recorder>();
+    JobQueue queue(0.05);
+    auto job = queue.submit(spec_of(t / "src", t / "dst"), rec);
+    REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().written_bytes > 0; }));
+    job->pause();
+    REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().state == JobState::Paused; }));
+    const uint64_t moved_at_pause = fs.moved.load();
+    // While paused, snapshots keep coming and no byte moves.
+    const size_t seen = rec->progress.size();
+    REQUIRE(rec->wait_for([&] { return rec->progress.size() >= seen + 3; }));
+    CHECK(fs.moved.load() == moved_at_pause);
+    {
+        std::lock_guard lock(rec->m);
+        // Paused means the device caught up: everything handed over is on it.
+        CHECK(rec->progress.back().durable_bytes == rec->progress.back().written_bytes);
+    }
+    job->resume();
+    REQUIRE(job->wait().ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("job queue: cancel removes the partial file and reports cancelled")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 24 * MiB);
+    ::mkdir((t / "out").c_str(), 0755);
+    FaultSyscalls fs;
+    make_slow(fs);
+    ScopedSyscalls seam(fs);
+    auto rec = std::make_shared<Recorder>();
+    JobQueue queue(0.05);
+    auto job = queue.submit(spec_of(t / "src", t / "out"), rec);
+    REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().written_bytes > 0; }));
+    job->cancel();
+    JobSummary summary = job->wait();
+    CHECK(summary.cancelled);
+    CHECK(job->state() == JobState::Cancelled);
+    CHECK(list_tree(t / "out") == ".\tdir\n");
+}
+
+TEST_CASE("job queue: jobs to one device run one after another")
+{
+    TempDir t;
+    write_pattern_file(t / "a", 8 * MiB, 1);
+    write_pattern_file(t / "b", 8 * MiB, 2);
+    FaultSyscalls fs;
+    make_slow(fs);
+    ScopedSyscalls seam(fs);
+    auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
+    JobQueue queue(0.05, [](const JobSpec &) { return std::string("stick"); });
+    auto ja = queue.submit(spec_of(t / "a", t / "a.copy"), ra);
+    auto jb = queue.submit(spec_of(t / "b", t / "b.copy"), rb);
+    REQUIRE(ja->wait().ok());
+    REQUIRE(jb->wait().ok());
+    CHECK(fs.max_concurrent_data_calls == 1);
+    REQUIRE(rb->first_running > 0);
+    CHECK(rb->first_running >= ra->finished_at);
+    CHECK(same_bytes(t / "b", t / "b.copy"));
+}
+
+TEST_CASE("job queue: jobs to different devices run at the same time")
+{
+    TempDir t;
+    write_pattern_file(t / "a", 8 * MiB, 1);
+    write_pattern_file(t / "b", 8 * MiB, 2);
+    FaultSyscalls fs;
+    make_slow(fs);
+    ScopedSyscalls seam(fs);
+    auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
+    JobQueue queue(0.05, [](const JobSpec &spec) { return spec.destination; });
+    auto ja = queue.submit(spec_of(t / "a", t / "a.copy"), ra);
+    auto jb = queue.submit(spec_of(t / "b", t / "b.copy"), rb);
+    REQUIRE(ja->wait().ok());
+    REQUIRE(jb->wait().ok());
+    CHECK(fs.max_concurrent_data_calls == 2);
+    CHECK(same_bytes(t / "a", t / "a.copy"));
+    CHECK(same_bytes(t / "b", t / "b.copy"));
+}

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "catch.h"
+
+#include "fault_syscalls.h"
+#include "job_helpers.h"
+#include "publish.h"
+#include "test_support.h"
+
+#include <climits>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace sanecopy;
+using namespace sanecopy::test;
+
+namespace {
+SharedDirFd open_dir(const std::string &path)
+{
+    int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    return std::make_shared<const UniqueFd>(fd);
+}
+
+void write_all(int fd, const std::string &text) { REQUIRE(::write(fd, text.data(), text.size()) == ssize_t(text.size())); }
+} // namespace
+
+TEST_CASE("publish: part file names are hidden, and fit NAME_MAX for long names")
+{
+    CHECK(part_name_for("movie.mkv") == ".movie.mkv.part");
+    const std::string long_name(250, 'x');
+    const std::string part = part_name_for(long_name);
+    CHECK(part.size() <= NAME_MAX);
+    CHECK(part.front() == '.');
+    CHECK(part.substr(part.size() - 5) == ".part");
+    CHECK(part_name_for(long_name + "y") != part);
+}
+
+TEST_CASE("publish: alternative names keep the extension")
+{
+    CHECK(alternative_name("photo.jpg", 1) == "photo (1).jpg");
+    CHECK(alternative_name("README", 2) == "README (2)");
+    CHECK(alternative_name(".bashrc", 1) == ".bashrc (1)");
+}
+
+TEST_CASE("publish: the data lives under the part name until commit, then under the real name only")
+{
+    TempDir t;
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
+    REQUIRE(part.ok());
+    write_all(part->fd(), "payload");
+    CHECK(exists(t / ".file.txt.part"));
+    CHECK_FALSE(exists(t / "file.txt"));
+    REQUIRE(part->sync_data().ok());
+    REQUIRE(part->commit(ConflictPolicy::Refuse).ok());
+    CHECK(read_file(t / "file.txt") == "payload");
+    CHECK_FALSE(exists(t / ".file.txt.part"));
+}
+
+TEST_CASE("publish: an uncommitted part file is removed when it goes out of scope")
+{
+    TempDir t;
+    {
+        auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
+        REQUIRE(part.ok());
+        write_all(part->fd(), "half");
+        REQUIRE(exists(t / ".file.txt.part"));
+    }
+    CHECK(list_tree(t.path()) == ".\tdir\n");
+}
+
+TEST_CASE("publish: Refuse never replaces a name that appeared during the copy")
+{
+    TempDir t;
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
+    REQUIRE(part.ok());
+    write_all(part->fd(), "new");
+    write_text_file(t / "file.txt", "someone else's");
+    Status s = part->commit(ConflictPolicy::Refuse);
+    CHECK(s.err() == EEXIST);
+    CHECK(read_file(t / "file.txt") == "someone else's");
+}
+
+TEST_CASE("publish: Overwrite replaces the old file in one rename")
+{
+    TempDir t;
+    write_text_file(t / "file.txt", "old");
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
+    REQUIRE(part.ok());
+    write_all(part->fd(), "new");
+    REQUIRE(part->commit(ConflictPolicy::Overwrite).ok());
+    CHECK(read_file(t / "file.txt") == "new");
+}
+
+TEST_CASE("publish: Overwrite never replaces a folder with a file")
+{
+    TempDir t;
+    ::mkdir((t / "name").c_str(), 0755);
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "name");
+    REQUIRE(part.ok());
+    CHECK(part->commit(ConflictPolicy::Overwrite).err() == EISDIR);
+    struct stat st {};
+    REQUIRE(::stat((t / "name").c_str(), &st) == 0);
+    CHECK(S_ISDIR(st.st_mode));
+}
+
+TEST_CASE("publish: Rename picks the first free alternative")
+{
+    TempDir t;
+    write_text_file(t / "a.txt", "1");
+    write_text_file(t / "a (1).txt", "2");
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "a.txt");
+    REQUIRE(part.ok());
+    write_all(part->fd(), "3");
+    std::string final_name;
+    REQUIRE(part->commit(ConflictPolicy::Rename, &final_name).ok());
+    CHECK(final_name == "a (2).txt");
+    CHECK(read_file(t / "a (2).txt") == "3");
+    CHECK(read_file(t / "a.txt") == "1");
+}
+
+TEST_CASE("publish: a part file left by an interrupted run is replaced")
+{
+    TempDir t;
+    write_text_file(t / ".a.txt.part", "stale");
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "a.txt");
+    REQUIRE(part.ok());
+    write_all(part->fd(), "fresh");
+    REQUIRE(part->commit(ConflictPolicy::Refuse).ok());
+    CHECK(read_file(t / "a.txt") == "fresh");
+}
+
+TEST_CASE("publish: a symlink sitting at the part name is not followed")
+{
+    TempDir t;
+    write_text_file(t / "victim", "keep me");
+    REQUIRE(::symlink((t / "victim").c_str(), (t / ".a.txt.part").c_str()) == 0);
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "a.txt");
+    CHECK_FALSE(part.ok());
+    CHECK(read_file(t / "victim") == "keep me");
+}
+
+TEST_CASE("file to file: an existing target is refused by default and stays untouched")
+{
+    TempDir t;
+    write_text_file(t / "src", "new contents");
+    write_text_file(t / "dst", "precious");
+    JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
+    CHECK_FALSE(run.summary.ok());
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.err() == EEXIST);
+    CHECK(read_file(t / "dst") == "precious");
+    CHECK_FALSE(exists(t / ".dst.part"));
+}
+
+TEST_CASE("file to file: Skip leaves the existing file and reports it")
+{
+    TempDir t;
+    write_text_file(t / "src", "new contents");
+    write_text_file(t / "dst", "precious");
+    JobRun run = run_job(spec_of({t / "src"}, t / "dst", ConflictPolicy::Skip));
+    CHECK(run.summary.ok());
+    CHECK(run.count(JobEvent::Kind::Skipped) == 1);
+    CHECK(read_file(t / "dst") == "precious");
+}
+
+TEST_CASE("file to file: Overwrite replaces only after the new data is durable")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 3 * 1024 * 1024);
+    write_text_file(t / "dst", "old");
+    // Watch the order of events: the rename onto "dst" must come after the part file's fdatasync.
+    struct Order : FaultSyscalls {
+        std::vector<std::string> log;
+        int fdatasync(int fd) override
+        {
+            log.push_back("fdatasync");
+            return FaultSyscalls::fdatasync(fd);
+        }
+        int renameat2(int a, const char *from, int b, const char *to, unsigned flags) override
+        {
+            log.push_back(std::string("rename ") + to);
+            return Syscalls::renameat2(a, from, b, to, flags);
+        }
+    } fs;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "src"}, t / "dst", ConflictPolicy::Overwrite));
+    REQUIRE(run.summary.ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    REQUIRE(fs.log.size() >= 2);
+    CHECK(fs.log[0] == "fdatasync");
+    CHECK(fs.log[1] == "rename dst");
+}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Folder to folder: trees with links, special files, empty files and many small files.
+#include "catch.h"
+
+#include "fault_syscalls.h"
+#include "job_helpers.h"
+#include "test_support.h"
+
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+using namespace sanecopy;
+using namespace sanecopy::test;
+
+namespace {
+void mkdir_p(const std::string &path) { REQUIRE(::mkdir(path.c_str(), 0755) == 0); }
+
+std::string link_text(const std::string &path)
+{
+    char buf[4096];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+    REQUIRE(n >= 0);
+    return std::string(buf, size_t(n));
+}
+
+struct stat lstat_of(const std::string &path)
+{
+    struct stat st {};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    return st;
+}
+
+void set_mtime(const std::string &path, time_t when)
+{
+    struct timespec times[2] = {{when, 0}, {when, 123456789}};
+    REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+}
+} // namespace
+
+TEST_CASE("folder to folder: nested folders, files and empty files arrive byte for byte")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    mkdir_p(t / "tree/a");
+    mkdir_p(t / "tree/a/b");
+    mkdir_p(t / "tree/empty-dir");
+    write_pattern_file(t / "tree/big.bin", 5 * 1024 * 1024 + 3, 1);
+    write_pattern_file(t / "tree/a/small.bin", 5000, 2);
+    write_pattern_file(t / "tree/a/b/deep.bin", 70000, 3);
+    write_text_file(t / "tree/a/empty", "");
+    mkdir_p(t / "out");
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    REQUIRE(run.summary.ok());
+    CHECK(list_tree(t / "tree") == list_tree(t / "out/tree"));
+    CHECK(same_bytes(t / "tree/big.bin", t / "out/tree/big.bin"));
+    CHECK(same_bytes(t / "tree/a/small.bin", t / "out/tree/a/small.bin"));
+    CHECK(same_bytes(t / "tree/a/b/deep.bin", t / "out/tree/a/b/deep.bin"));
+    CHECK(file_size(t / "out/tree/a/empty") == 0);
+    CHECK(run.counters->files_done == 4);
+    CHECK(run.counters->durable_bytes == run.counters->total_bytes);
+}
+
+TEST_CASE("folder to folder: symlinks are copied as links, relative, absolute and dangling alike")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    write_text_file(t / "tree/target.txt", "x");
+    REQUIRE(::symlink("target.txt", (t / "tree/rel").c_str()) == 0);
+    REQUIRE(::symlink("/etc/hostname", (t / "tree/abs").c_str()) == 0);
+    REQUIRE(::symlink("does/not/exist", (t / "tree/dangling").c_str()) == 0);
+    REQUIRE(::symlink(".", (t / "tree/loop").c_str()) == 0); // following it would never end
+    mkdir_p(t / "out");
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    REQUIRE(run.summary.ok());
+    CHECK(S_ISLNK(lstat_of(t / "out/tree/rel").st_mode));
+    CHECK(link_text(t / "out/tree/rel") == "target.txt");
+    CHECK(link_text(t / "out/tree/abs") == "/etc/hostname");
+    CHECK(link_text(t / "out/tree/dangling") == "does/not/exist");
+    CHECK(link_text(t / "out/tree/loop") == ".");
+}
+
+TEST_CASE("folder to folder: permission bits and modification times are kept, for files and folders")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    mkdir_p(t / "tree/private");
+    write_text_file(t / "tree/script.sh", "#!/bin/sh\n");
+    write_pattern_file(t / "tree/private/big", 2 * 1024 * 1024);
+    REQUIRE(::chmod((t / "tree/script.sh").c_str(), 0751) == 0);
+    REQUIRE(::chmod((t / "tree/private/big").c_str(), 0600) == 0);
+    set_mtime(t / "tree/script.sh", 1000000000);
+    set_mtime(t / "tree/private/big", 1100000000);
+    REQUIRE(::chmod((t / "tree/private").c_str(), 0700) == 0);
+    set_mtime(t / "tree/private", 1200000000);
+    mkdir_p(t / "out");
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    REQUIRE(run.summary.ok());
+    CHECK((lstat_of(t / "out/tree/script.sh").st_mode & 07777) == 0751);
+    CHECK((lstat_of(t / "out/tree/private/big").st_mode & 07777) == 0600);
+    CHECK((lstat_of(t / "out/tree/private").st_mode & 07777) == 0700);
+    CHECK(lstat_of(t / "out/tree/script.sh").st_mtim.tv_sec == 1000000000);
+    CHECK(lstat_of(t / "out/tree/script.sh").st_mtim.tv_nsec == 123456789);
+    CHECK(lstat_of(t / "out/tree/private/big").st_mtim.tv_sec == 1100000000);
+    CHECK(lstat_of(t / "out/tree/private").st_mtim.tv_sec == 1200000000);
+}
+
+TEST_CASE("folder to folder: FIFOs and sockets are skipped with a message and never opened")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    write_text_file(t / "tree/file", "data");
+    REQUIRE(::mkfifo((t / "tree/pipe").c_str(), 0644) == 0);
+    int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string sock_path = t / "tree/sock";
+    REQUIRE(sock_path.size() < sizeof addr.sun_path);
+    std::strcpy(addr.sun_path, sock_path.c_str());
+    REQUIRE(::bind(sock, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0);
+    mkdir_p(t / "out");
+
+    FaultSyscalls fs;
+    std::vector<std::string> opened;
+    fs.on_open = [&](const char *path, int) { opened.emplace_back(path); };
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    ::close(sock);
+    CHECK(run.summary.ok());
+    CHECK(run.count(JobEvent::Kind::Skipped) == 2);
+    CHECK(run.first(JobEvent::Kind::Skipped)->message.find("FIFO") != std::string::npos);
+    CHECK(std::find(opened.begin(), opened.end(), "pipe") == opened.end());
+    CHECK(std::find(opened.begin(), opened.end(), "sock") == opened.end());
+    CHECK(read_file(t / "out/tree/file") == "data");
+    CHECK_FALSE(exists(t / "out/tree/pipe"));
+}
+
+TEST_CASE("file to folder: a FIFO given as a source does not hang and copies nothing")
+{
+    TempDir t;
+    REQUIRE(::mkfifo((t / "pipe").c_str(), 0644) == 0);
+    mkdir_p(t / "out");
+    JobRun run = run_job(spec_of({t / "pipe"}, t / "out")); // would block forever if it opened the FIFO
+    CHECK(run.count(JobEvent::Kind::Skipped) == 1);
+    CHECK(list_tree(t / "out") == ".\tdir\n");
+}
+
+TEST_CASE("folder to folder: many small files share one sync per batch, not one each")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    for (int d = 0; d < 4; ++d) {
+        mkdir_p(t / ("tree/d" + std::to_string(d)));
+        for (int f = 0; f < 50; ++f)
+            write_pattern_file(t / ("tree/d" + std::to_string(d) + "/f" + std::to_string(f)),
+                               uint64_t(4096 + 997 * f), unsigned(d * 100 + f));
+    }
+    mkdir_p(t / "out");
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    REQUIRE(run.summary.ok());
+    CHECK(run.counters->files_done == 200);
+    CHECK(list_tree(t / "tree") == list_tree(t / "out/tree"));
+    CHECK(same_bytes(t / "tree/d3/f49", t / "out/tree/d3/f49"));
+    CHECK(fs.fdatasync_calls == 0);  // no per-file sync...
+    CHECK(fs.syncfs_calls >= 2);     // ...but a sync for the data and one for the names
+    CHECK(fs.syncfs_calls <= 6);
+    CHECK(run.counters->durable_bytes == run.counters->total_bytes);
+}
+
+TEST_CASE("folder to folder: a failed batch sync publishes none of the batch's files")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    for (int f = 0; f < 10; ++f)
+        write_pattern_file(t / ("tree/f" + std::to_string(f)), 5000, unsigned(f));
+    mkdir_p(t / "out");
+    FaultSyscalls fs;
+    fs.syncfs_errno = EIO;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    CHECK_FALSE(run.summary.ok());
+    CHECK(run.count(JobEvent::Kind::FileDone) == 0);
+    CHECK(list_tree(t / "out") == ".\tdir\ntree\tdir\n");
+}
+
+TEST_CASE("folder to folder: copying into an existing folder of the same name merges")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    write_text_file(t / "tree/new", "n");
+    mkdir_p(t / "out");
+    mkdir_p(t / "out/tree");
+    write_text_file(t / "out/tree/kept", "k");
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    REQUIRE(run.summary.ok());
+    CHECK(read_file(t / "out/tree/new") == "n");
+    CHECK(read_file(t / "out/tree/kept") == "k");
+}
+
+TEST_CASE("folder to folder: cancel before the first byte leaves nothing behind")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    write_pattern_file(t / "tree/a", 3 * 1024 * 1024);
+    mkdir_p(t / "out");
+    JobControl control;
+    control.cancel();
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"), control);
+    CHECK(run.summary.cancelled);
+    CHECK(list_tree(t / "out") == ".\tdir\n");
+}
