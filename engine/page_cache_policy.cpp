@@ -50,8 +50,19 @@ void SourceCache::release_until(uint64_t end)
 {
     if (!evict_ || end <= released_)
         return;
-    drop_range(released_, end);
+    // DONTNEED only drops folios that lie wholly inside the range, and readahead brings large folios (up to
+    // 2 MiB), so a folio straddling the previous end was kept then: go back over it.
+    constexpr uint64_t kLargestFolio = 2 * 1024 * 1024;
+    drop_range(released_ > kLargestFolio ? released_ - kLargestFolio : 0, end);
     released_ = end;
+}
+
+void SourceCache::release_all()
+{
+    if (!evict_)
+        return;
+    drop_range(0, size_);
+    released_ = size_;
 }
 
 void SourceCache::drop_range(uint64_t from, uint64_t to)
@@ -165,17 +176,24 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
     queue_.pop_front();
     pending_bytes_ -= w.len;
     durable += w.len;
-    // Clean now, so DONTNEED really drops them; dirty pages it would skip.
-    sys().fadvise(fd_, off_t(w.off), off_t(w.len), POSIX_FADV_DONTNEED);
+    // Clean now, so DONTNEED really drops them (it skips dirty pages). It drops only folios wholly inside the
+    // range, and the page cache may hold this file in large folios, so go back over the previous window's end.
+    constexpr uint64_t kLargestFolio = 2 * 1024 * 1024;
+    const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
+    sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);
     return {};
 }
 
 Status WritebackWindows::drain(uint64_t &durable)
 {
+    const bool had_windows = !queue_.empty();
     while (!queue_.empty()) {
         if (Status s = wait_oldest(durable); !s)
             return s;
     }
+    // The whole file is clean now: whatever the per-window drops could not take (the partial last folio) goes.
+    if (had_windows)
+        sys().fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
     return {};
 }
 

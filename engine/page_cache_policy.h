@@ -39,8 +39,8 @@ public:
     SourceCache(int fd, uint64_t size, bool evict);
     // Drops the pages of [0, end) that were not cached before, from where the last call stopped.
     void release_until(uint64_t end);
-    // Drops our pages up to EOF, readahead beyond the last chunk included.
-    void release_all() { release_until(size_); }
+    // Drops our pages of the whole file, readahead beyond the last chunk included.
+    void release_all();
 
 private:
     void drop_range(uint64_t from, uint64_t to);
