@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "catch.h"
+
+#include "device_probe.h"
+#include "sys.h"
+#include "test_support.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
+using namespace sanecopy;
+
+namespace {
+
+const std::string kFixtures = SANECOPY_FIXTURES;
+const std::string kSysfs = kFixtures + "/sysfs";
+
+std::vector<MountEntry> fixture_mounts(const std::string &name)
+{
+    return parse_mountinfo(test::read_file(kFixtures + "/mountinfo/" + name));
+}
+
+const MountEntry &by_id(const std::vector<MountEntry> &mounts, int id)
+{
+    auto it = std::find_if(mounts.begin(), mounts.end(), [&](const MountEntry &m) { return m.mount_id == id; });
+    REQUIRE(it != mounts.end());
+    return *it;
+}
+
+int mount_id_for(const std::vector<MountEntry> &mounts, std::string_view path)
+{
+    const MountEntry *m = find_mount(mounts, path);
+    return m ? m->mount_id : -1;
+}
+
+std::string real_path(const std::string &path)
+{
+    char buf[PATH_MAX];
+    REQUIRE(::realpath(path.c_str(), buf) != nullptr);
+    return buf;
+}
+
+// A machine that exists only in the fixtures: /proc/self/mountinfo is a fixture file, /sys is the fixture
+// sysfs tree, block device nodes are a table, and the one folder probed gets made-up fstat and fstatfs
+// answers. Everything else is the real system, so descriptors open and close for real.
+class FixtureMachine : public Syscalls {
+public:
+    std::string folder;   // the path handed to probe_device()
+    dev_t folder_dev = 0; // its st_dev
+    struct statfs folder_statfs {};
+    std::string mountinfo_fixture; // served as /proc/self/mountinfo
+    std::map<std::string, dev_t> block_nodes;
+
+    int openat(int dirfd, const char *path, int flags, mode_t mode) override
+    {
+        if (path == folder) {
+            folder_fd_ = Syscalls::openat(AT_FDCWD, kFixtures.c_str(), flags, mode);
+            return folder_fd_;
+        }
+        return Syscalls::openat(dirfd, redirect(path).c_str(), flags, mode);
+    }
+    int fstat(int fd, struct stat *st) override
+    {
+        if (fd != folder_fd_)
+            return Syscalls::fstat(fd, st);
+        *st = {};
+        st->st_mode = S_IFDIR | 0755;
+        st->st_dev = folder_dev;
+        return 0;
+    }
+    int fstatfs(int fd, struct statfs *st) override
+    {
+        if (fd != folder_fd_)
+            return Syscalls::fstatfs(fd, st);
+        *st = folder_statfs;
+        return 0;
+    }
+    int fstatat(int dirfd, const char *path, struct stat *st, int flags) override
+    {
+        if (auto node = block_nodes.find(path); node != block_nodes.end()) {
+            *st = {};
+            st->st_mode = S_IFBLK | 0660;
+            st->st_rdev = node->second;
+            return 0;
+        }
+        return Syscalls::fstatat(dirfd, redirect(path).c_str(), st, flags);
+    }
+    ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len) override
+    {
+        if (folder_fd_ >= 0 && path == "/proc/self/fd/" + std::to_string(folder_fd_)) {
+            size_t n = std::min(len, folder.size());
+            std::memcpy(buf, folder.data(), n);
+            return static_cast<ssize_t>(n);
+        }
+        return Syscalls::readlinkat(dirfd, redirect(path).c_str(), buf, len);
+    }
+
+private:
+    std::string redirect(const std::string &path) const
+    {
+        if (path == "/proc/self/mountinfo")
+            return mountinfo_fixture;
+        if (path.rfind("/sys/", 0) == 0)
+            return kSysfs + path.substr(4);
+        if (path.rfind("/dev/", 0) == 0) // device nodes come only from block_nodes
+            return kFixtures + "/no-such-dir" + path;
+        return path;
+    }
+
+    int folder_fd_ = -1;
+};
+
+struct statfs fake_statfs(unsigned long magic, uint64_t blocks, uint64_t avail)
+{
+    struct statfs sfs {};
+    sfs.f_type = static_cast<decltype(sfs.f_type)>(magic);
+    sfs.f_bsize = 4096;
+    sfs.f_frsize = 4096;
+    sfs.f_blocks = blocks;
+    sfs.f_bfree = avail;
+    sfs.f_bavail = avail;
+    return sfs;
+}
+
+constexpr unsigned long kFuseMagic = 0x65735546;
+constexpr unsigned long kMsdosMagic = 0x4d44;
+constexpr unsigned long kExtMagic = 0xef53;
+constexpr unsigned long kTmpfsMagic = 0x01021994;
+constexpr unsigned long kRamfsMagic = 0x858458f6;
+
+} // namespace
+
+// --- mountinfo ---------------------------------------------------------------------------------------------
+
+TEST_CASE("mountinfo: a plain line gives every field", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    const MountEntry &efi = by_id(mounts, 27);
+    CHECK(efi.parent_id == 22);
+    CHECK(efi.dev_major == 259);
+    CHECK(efi.dev_minor == 1);
+    CHECK(efi.root == "/");
+    CHECK(efi.mount_point == "/boot/efi");
+    CHECK(efi.options == "rw,relatime");
+    CHECK(efi.fs_type == "vfat");
+    CHECK(efi.fs_subtype.empty());
+    CHECK(efi.source == "/dev/nvme0n1p1");
+    CHECK(efi.super_options.rfind("rw,fmask=0077,", 0) == 0);
+    CHECK(mounts.size() == 14);
+}
+
+TEST_CASE("mountinfo: escaped spaces in mount points are unescaped", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    CHECK(by_id(mounts, 30).mount_point == "/media/anna/My Stick");
+}
+
+TEST_CASE("mountinfo: tab, newline and backslash escapes are unescaped", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    CHECK(by_id(mounts, 35).mount_point == "/mnt/tab\tnew\nline\\slash");
+}
+
+TEST_CASE("mountinfo: optional fields (shared:N master:N) end at the separator", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    const MountEntry &usb = by_id(mounts, 31);
+    CHECK(usb.mount_point == "/mnt/usb");
+    CHECK(usb.options == "rw,relatime");
+    CHECK(usb.fs_type == "ext4");
+    CHECK(usb.source == "/dev/sdc1");
+    CHECK(usb.super_options == "rw");
+}
+
+TEST_CASE("mountinfo: fuse.sshfs splits into type fuse and subtype sshfs", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    const MountEntry &sshfs = by_id(mounts, 33);
+    CHECK(sshfs.fs_type == "fuse");
+    CHECK(sshfs.fs_subtype == "sshfs");
+    CHECK(sshfs.source == "anna@nas:/srv");
+    CHECK(by_id(mounts, 29).fs_subtype == "gvfsd-fuse");
+}
+
+TEST_CASE("mountinfo: fuseblk has no subtype and names its block device", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    const MountEntry &exfat = by_id(mounts, 34);
+    CHECK(exfat.fs_type == "fuseblk");
+    CHECK(exfat.fs_subtype.empty());
+    CHECK(exfat.source == "/dev/sde1");
+}
+
+TEST_CASE("mountinfo: malformed lines are skipped and the rest kept", "[device_probe]")
+{
+    auto mounts = fixture_mounts("malformed.txt");
+    std::vector<int> ids;
+    for (const auto &m : mounts)
+        ids.push_back(m.mount_id);
+    CHECK(ids == std::vector<int>{22, 28});
+    // An empty source is a legal field, not a malformed line.
+    CHECK(by_id(mounts, 28).source.empty());
+    CHECK(by_id(mounts, 28).super_options == "rw");
+    CHECK(parse_mountinfo("").empty());
+}
+
+// --- find_mount --------------------------------------------------------------------------------------------
+
+TEST_CASE("find_mount: the longest mount point holding the path wins", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    CHECK(mount_id_for(mounts, "/media/anna/My Stick/DCIM/img.jpg") == 30);
+    CHECK(mount_id_for(mounts, "/run/user/1000/gvfs/smb-share") == 29);
+    CHECK(mount_id_for(mounts, "/run/user/1000") == 28);
+    CHECK(mount_id_for(mounts, "/etc/fstab") == 22);
+    CHECK(mount_id_for(mounts, "/") == 22);
+}
+
+TEST_CASE("find_mount: a mount point matches only on a component boundary", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    CHECK(mount_id_for(mounts, "/mnt/usb2/x") == 32);
+    CHECK(mount_id_for(mounts, "/mnt/usb/x") == 31);
+    CHECK(mount_id_for(mounts, "/mnt/usb") == 31);
+    CHECK(mount_id_for(mounts, "/mnt/usbx") == 22);
+    CHECK(mount_id_for(mounts, "/media/anna/My Sticky") == 22);
+}
+
+TEST_CASE("find_mount: of two mounts on one mount point the last is on top", "[device_probe]")
+{
+    auto mounts = fixture_mounts("stacked.txt");
+    const MountEntry *m = find_mount(mounts, "/mnt/usb/photos");
+    REQUIRE(m);
+    CHECK(m->mount_id == 41);
+    CHECK(m->source == "/dev/sdc1");
+}
+
+TEST_CASE("find_mount: a stacked mount listed before the one it hides is still on top", "[device_probe]")
+{
+    auto mounts = fixture_mounts("stacked.txt");
+    CHECK(mount_id_for(mounts, "/srv/data/file") == 51);
+}
+
+TEST_CASE("find_mount: nothing matches a relative path or an empty table", "[device_probe]")
+{
+    auto mounts = fixture_mounts("desktop.txt");
+    CHECK(find_mount(mounts, "mnt/usb") == nullptr);
+    CHECK(find_mount({}, "/mnt/usb") == nullptr);
+}
+
+// --- filesystem limits -------------------------------------------------------------------------------------
+
+TEST_CASE("fs limits: FAT files stop at 4 GiB - 1, exFAT and NTFS files don't", "[device_probe]")
+{
+    for (const char *fat : {"vfat", "msdos", "fat"}) {
+        CAPTURE(fat);
+        CHECK(fs_limits_for(fat).max_file_size == 4294967295ull);
+    }
+    CHECK(fs_limits_for("exfat").max_file_size == UINT64_MAX);
+    CHECK(fs_limits_for("ntfs3").max_file_size == UINT64_MAX);
+}
+
+TEST_CASE("fs limits: FAT, exFAT and NTFS forbid Windows characters, only FAT and exFAT trailing dots",
+          "[device_probe]")
+{
+    for (const char *type : {"vfat", "msdos", "fat", "exfat"}) {
+        CAPTURE(type);
+        CHECK(fs_limits_for(type).forbids_fat_chars);
+        CHECK(fs_limits_for(type).forbids_trailing_dot_space);
+    }
+    for (const char *type : {"ntfs", "ntfs3", "ntfs-3g"}) {
+        CAPTURE(type);
+        CHECK(fs_limits_for(type).forbids_fat_chars);
+        CHECK_FALSE(fs_limits_for(type).forbids_trailing_dot_space);
+    }
+}
+
+TEST_CASE("fs limits: ext4, xfs, btrfs, tmpfs and unknown types have none", "[device_probe]")
+{
+    for (const char *type : {"ext4", "xfs", "btrfs", "tmpfs", "fuseblk", "sshfs", ""}) {
+        CAPTURE(type);
+        FsLimits limits = fs_limits_for(type);
+        CHECK(limits.max_file_size == UINT64_MAX);
+        CHECK_FALSE(limits.forbids_fat_chars);
+        CHECK_FALSE(limits.forbids_trailing_dot_space);
+    }
+}
+
+TEST_CASE("name_problem: each character FAT forbids is named in the reason", "[device_probe]")
+{
+    const FsLimits fat = fs_limits_for("vfat");
+    for (char c : std::string(":?*\"<>|\\")) {
+        std::string name = std::string("a") + c + "b.txt";
+        CAPTURE(name);
+        std::string problem = name_problem(name, fat);
+        CHECK(problem == std::string("contains '") + c + "' which FAT/exFAT cannot store");
+    }
+}
+
+TEST_CASE("name_problem: control characters are refused on FAT", "[device_probe]")
+{
+    const FsLimits exfat = fs_limits_for("exfat");
+    for (std::string name : {std::string("tab\there"), std::string("new\nline"), std::string("\x01start")}) {
+        CAPTURE(name);
+        CHECK(name_problem(name, exfat) == "contains a control character");
+    }
+}
+
+TEST_CASE("name_problem: a trailing dot or space is refused on FAT and exFAT, not on NTFS", "[device_probe]")
+{
+    for (const char *name : {"notes.", "notes ", "dir..."}) {
+        CAPTURE(name);
+        CHECK(name_problem(name, fs_limits_for("vfat")) == "ends with a dot or space, which FAT/exFAT drop");
+        CHECK(name_problem(name, fs_limits_for("exfat")) == "ends with a dot or space, which FAT/exFAT drop");
+        CHECK(name_problem(name, fs_limits_for("ntfs3")).empty());
+    }
+}
+
+TEST_CASE("name_problem: ordinary names pass on FAT, and anything passes on ext4", "[device_probe]")
+{
+    const FsLimits fat = fs_limits_for("vfat");
+    for (const char *name : {"Report (final) 2024.pdf", ".hidden", "\xc3\x9c" "bung \xe2\x82\xac.txt", "a.b.c", "."}) {
+        CAPTURE(name);
+        CHECK(name_problem(name, fat).empty());
+    }
+    const FsLimits ext4 = fs_limits_for("ext4");
+    CHECK(name_problem("what? a:b*c|d.", ext4).empty());
+    CHECK(name_problem("tab\there ", ext4).empty());
+}
+
+// --- writeback mode ----------------------------------------------------------------------------------------
+
+TEST_CASE("choose_writeback: tmpfs and ramfs need none, by magic or by name", "[device_probe]")
+{
+    CHECK(choose_writeback(kTmpfsMagic, "tmpfs") == WritebackMode::None);
+    CHECK(choose_writeback(kRamfsMagic, "ramfs") == WritebackMode::None);
+    CHECK(choose_writeback(kTmpfsMagic, "") == WritebackMode::None);
+    CHECK(choose_writeback(0, "tmpfs") == WritebackMode::None);
+}
+
+TEST_CASE("choose_writeback: local block filesystems get sync_file_range windows", "[device_probe]")
+{
+    for (const char *type : {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat", "msdos", "exfat", "ntfs3", "hfs",
+                             "hfsplus", "udf", "jfs", "reiserfs", "nilfs2"}) {
+        CAPTURE(type);
+        CHECK(choose_writeback(0, type) == WritebackMode::Windows);
+    }
+}
+
+TEST_CASE("choose_writeback: FUSE, network and stacked filesystems sync per chunk", "[device_probe]")
+{
+    for (const char *type : {"fuse", "fuseblk", "nfs", "nfs4", "cifs", "smb3", "9p", "virtiofs", "overlay"}) {
+        CAPTURE(type);
+        CHECK(choose_writeback(0, type) == WritebackMode::ChunkSync);
+    }
+    // fuseblk over an exFAT stick: the FUSE magic, never the exFAT one.
+    CHECK(choose_writeback(kFuseMagic, "fuseblk") == WritebackMode::ChunkSync);
+}
+
+TEST_CASE("choose_writeback: an unknown type syncs per chunk; with no type the magic decides", "[device_probe]")
+{
+    CHECK(choose_writeback(0x2fc12fc1, "zfs") == WritebackMode::ChunkSync);
+    CHECK(choose_writeback(kExtMagic, "") == WritebackMode::Windows);
+    CHECK(choose_writeback(kMsdosMagic, "") == WritebackMode::Windows);
+    CHECK(choose_writeback(kFuseMagic, "") == WritebackMode::ChunkSync);
+    CHECK(choose_writeback(0, "") == WritebackMode::ChunkSync);
+}
+
+// --- block devices in sysfs --------------------------------------------------------------------------------
+
+TEST_CASE("probe_block_device: a USB stick's partition resolves to its disk and the disk's BDI", "[device_probe]")
+{
+    DeviceInfo info;
+    REQUIRE(probe_block_device(8, 17, kSysfs, info));
+    CHECK(info.block_device == "sdb1");
+    CHECK(info.disk == "sdb");
+    CHECK(info.bdi == "8:16");
+    CHECK(info.removable);
+    CHECK(info.rotational); // usb-storage reports sticks as rotational
+}
+
+TEST_CASE("probe_block_device: an NVMe partition takes the disk's BDI, whatever its minor", "[device_probe]")
+{
+    DeviceInfo info;
+    REQUIRE(probe_block_device(259, 2, kSysfs, info));
+    CHECK(info.block_device == "nvme0n1p2");
+    CHECK(info.disk == "nvme0n1");
+    CHECK(info.bdi == "259:0");
+    CHECK_FALSE(info.removable);
+    CHECK_FALSE(info.rotational);
+}
+
+TEST_CASE("probe_block_device: a USB card reader that reports removable=0 is removable", "[device_probe]")
+{
+    DeviceInfo info;
+    REQUIRE(probe_block_device(8, 33, kSysfs, info));
+    CHECK(info.disk == "sdc");
+    CHECK(test::read_file(kSysfs + "/block/sdc/removable") == "0\n");
+    CHECK(info.removable);
+}
+
+TEST_CASE("probe_block_device: an unpartitioned loop device is its own disk", "[device_probe]")
+{
+    DeviceInfo info;
+    REQUIRE(probe_block_device(7, 3, kSysfs, info));
+    CHECK(info.block_device == "loop3");
+    CHECK(info.disk == "loop3");
+    CHECK(info.bdi == "7:3");
+    CHECK_FALSE(info.removable);
+    CHECK_FALSE(info.rotational);
+}
+
+TEST_CASE("probe_block_device: anonymous devices (0:NN) have no sysfs entry", "[device_probe]")
+{
+    DeviceInfo info;
+    CHECK_FALSE(probe_block_device(0, 52, kSysfs, info));
+    CHECK_FALSE(probe_block_device(8, 99, kSysfs, info));
+    CHECK(info.block_device.empty());
+    CHECK(info.bdi.empty());
+}
+
+TEST_CASE("device_key: the BDI names the writer; without one, st_dev does", "[device_probe]")
+{
+    DeviceInfo part1, part2;
+    REQUIRE(probe_block_device(8, 17, kSysfs, part1));
+    REQUIRE(probe_block_device(8, 18, kSysfs, part2));
+    part1.st_dev = makedev(8, 17);
+    part2.st_dev = makedev(8, 18);
+    CHECK(part1.device_key() == "bdi:8:16");
+    CHECK(part2.device_key() == part1.device_key());
+
+    DeviceInfo tmpfs;
+    tmpfs.st_dev = makedev(0, 52);
+    CHECK(tmpfs.device_key() == "dev:0:52");
+}
+
+// --- read_kernel_text --------------------------------------------------------------------------------------
+
+TEST_CASE("read_kernel_text: reads to the end across several chunks, and fails on a missing file", "[device_probe]")
+{
+    test::TempDir dir;
+    std::string text;
+    for (int i = 0; text.size() < 200 * 1024; ++i)
+        text += "line " + std::to_string(i) + "\n";
+    test::write_text_file(dir / "big.txt", text);
+    auto read = read_kernel_text(dir / "big.txt");
+    REQUIRE(read);
+    CHECK(*read == text);
+    CHECK_FALSE(read_kernel_text(dir / "missing"));
+}
+
+// --- probe_device on this machine --------------------------------------------------------------------------
+
+TEST_CASE("probe_device: a temp folder lies under its mount point and has free space", "[device_probe]")
+{
+    test::TempDir dir;
+    auto probed = probe_device(dir.path());
+    REQUIRE(probed.ok());
+    const DeviceInfo &info = probed.value();
+    const std::string path = real_path(dir.path());
+    CAPTURE(path, info.mount_point, info.fs_type);
+    REQUIRE_FALSE(info.mount_point.empty());
+    CHECK(path.rfind(info.mount_point, 0) == 0);
+    CHECK((info.mount_point == "/" || path.size() == info.mount_point.size() ||
+           path[info.mount_point.size()] == '/'));
+    CHECK_FALSE(info.fs_type.empty());
+    CHECK(info.fs_magic != 0);
+    struct stat st {};
+    REQUIRE(::stat(dir.path().c_str(), &st) == 0);
+    CHECK(info.st_dev == st.st_dev);
+    REQUIRE(info.free_bytes);
+    REQUIRE(info.total_bytes);
+    CHECK(*info.free_bytes > 0);
+    CHECK(*info.free_bytes <= *info.total_bytes);
+    CHECK(info.writeback == choose_writeback(info.fs_magic, info.fs_type));
+}
+
+TEST_CASE("probe_device: a block-backed folder names a BDI the kernel knows", "[device_probe]")
+{
+    test::TempDir dir;
+    auto probed = probe_device(dir.path());
+    REQUIRE(probed.ok());
+    const DeviceInfo &info = probed.value();
+    if (info.block_device.empty()) {
+        WARN("the temp folder " << dir.path() << " is on " << info.fs_type << ", not on a block device");
+        return;
+    }
+    CAPTURE(info.block_device, info.disk, info.bdi);
+    REQUIRE_FALSE(info.bdi.empty());
+    CHECK(test::exists("/sys/class/bdi/" + info.bdi));
+    CHECK(test::read_file("/sys/block/" + info.disk + "/dev") == info.bdi + "\n");
+    CHECK(info.device_key() == "bdi:" + info.bdi);
+}
+
+TEST_CASE("probe_device: a tmpfs folder needs no writeback and has no BDI", "[device_probe]")
+{
+    struct statfs sfs {};
+    if (::statfs("/dev/shm", &sfs) != 0 || static_cast<unsigned long>(sfs.f_type) != kTmpfsMagic) {
+        WARN("/dev/shm is not a tmpfs here");
+        return;
+    }
+    auto probed = probe_device("/dev/shm");
+    REQUIRE(probed.ok());
+    const DeviceInfo &info = probed.value();
+    CHECK(info.mount_point == "/dev/shm");
+    CHECK(info.fs_type == "tmpfs");
+    CHECK(info.is_tmpfs());
+    CHECK(info.bdi.empty());
+    CHECK(info.device_key().rfind("dev:0:", 0) == 0);
+}
+
+TEST_CASE("probe_device: a missing folder fails with ENOENT and names the path", "[device_probe]")
+{
+    test::TempDir dir;
+    auto probed = probe_device(dir / "gone");
+    REQUIRE_FALSE(probed.ok());
+    CHECK(probed.status().err() == ENOENT);
+    CHECK(probed.status().path() == dir / "gone");
+}
+
+// --- probe_device on a fixture machine ---------------------------------------------------------------------
+
+TEST_CASE("probe_device: fuseblk (exfat-fuse on /dev/loop3) takes its source device's BDI", "[device_probe]")
+{
+    FixtureMachine machine;
+    machine.folder = "/media/stick/photos";
+    machine.folder_dev = makedev(7, 3);
+    machine.folder_statfs = fake_statfs(kFuseMagic, 1000000, 250000);
+    machine.mountinfo_fixture = kFixtures + "/mountinfo/fuseblk_stick.txt";
+    machine.block_nodes["/dev/loop3"] = makedev(7, 3);
+    ScopedSyscalls seam(machine);
+
+    auto probed = probe_device(machine.folder);
+    REQUIRE(probed.ok());
+    const DeviceInfo &info = probed.value();
+    CHECK(info.mount_point == "/media/stick");
+    CHECK(info.fs_type == "fuseblk");
+    CHECK(info.fs_subtype.empty());
+    CHECK(info.block_device == "loop3");
+    CHECK(info.bdi == "7:3");
+    CHECK(info.device_key() == "bdi:7:3");
+    CHECK(info.writeback == WritebackMode::ChunkSync);
+    // exFAT or NTFS: mountinfo can't tell, so no limits are guessed.
+    CHECK_FALSE(info.limits.forbids_fat_chars);
+    CHECK(info.limits.max_file_size == UINT64_MAX);
+    REQUIRE(info.free_bytes);
+    CHECK(*info.free_bytes == 250000ull * 4096);
+}
+
+TEST_CASE("probe_device: a FAT stick partition gets FAT limits and an unknown size when statfs says 0",
+          "[device_probe]")
+{
+    FixtureMachine machine;
+    machine.folder = "/media/anna/PART1/DCIM";
+    machine.folder_dev = makedev(8, 17);
+    machine.folder_statfs = fake_statfs(kMsdosMagic, 0, 0);
+    machine.mountinfo_fixture = kFixtures + "/mountinfo/fuseblk_stick.txt";
+    ScopedSyscalls seam(machine);
+
+    auto probed = probe_device(machine.folder);
+    REQUIRE(probed.ok());
+    const DeviceInfo &info = probed.value();
+    CHECK(info.mount_point == "/media/anna/PART1");
+    CHECK(info.fs_type == "vfat");
+    CHECK(info.disk == "sdb");
+    CHECK(info.bdi == "8:16");
+    CHECK(info.removable);
+    CHECK(info.limits.max_file_size == 4294967295ull);
+    CHECK(info.limits.forbids_fat_chars);
+    CHECK(info.writeback == WritebackMode::Windows);
+    CHECK_FALSE(info.free_bytes);
+    CHECK_FALSE(info.total_bytes);
+}
+
+TEST_CASE("probe_device: two partitions of one stick share a device key", "[device_probe]")
+{
+    auto probe_partition = [](const std::string &folder, unsigned minor_no) {
+        FixtureMachine machine;
+        machine.folder = folder;
+        machine.folder_dev = makedev(8, minor_no);
+        machine.folder_statfs = fake_statfs(kMsdosMagic, 1000, 500);
+        machine.mountinfo_fixture = kFixtures + "/mountinfo/fuseblk_stick.txt";
+        ScopedSyscalls seam(machine);
+        auto probed = probe_device(folder);
+        REQUIRE(probed.ok());
+        return probed.value();
+    };
+    DeviceInfo one = probe_partition("/media/anna/PART1", 17);
+    DeviceInfo two = probe_partition("/media/anna/PART2", 18);
+    CHECK(one.mount_point == "/media/anna/PART1");
+    CHECK(two.mount_point == "/media/anna/PART2");
+    CHECK(one.block_device == "sdb1");
+    CHECK(two.block_device == "sdb2");
+    CHECK(one.device_key() == "bdi:8:16");
+    CHECK(two.device_key() == one.device_key());
+}
+
+TEST_CASE("probe_device: without a readable mountinfo it still succeeds and goes by the magic", "[device_probe]")
+{
+    FixtureMachine machine;
+    machine.folder = "/media/anna/PART1";
+    machine.folder_dev = makedev(8, 17);
+    machine.folder_statfs = fake_statfs(kExtMagic, 1000, 500);
+    machine.mountinfo_fixture = kFixtures + "/mountinfo/no-such-file.txt";
+    ScopedSyscalls seam(machine);
+
+    auto probed = probe_device(machine.folder);
+    REQUIRE(probed.ok());
+    const DeviceInfo &info = probed.value();
+    CHECK(info.mount_point.empty());
+    CHECK(info.fs_type.empty());
+    CHECK(info.writeback == WritebackMode::Windows);
+    CHECK(info.bdi == "8:16"); // sysfs still answers for st_dev
+}
