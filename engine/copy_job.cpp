@@ -317,6 +317,11 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
     const std::string dst_rel = join(item.target_name, entry.rel);
     const std::string source = join(strip_trailing_slashes(item.source), entry.rel);
     if (!entry.skip_reason.empty()) {
+        if (entry.kind == EntryKind::Special && entry.rel.empty()) {
+            // Named on the command line: the user asked for exactly this, so not copying it is a failure.
+            report_error(Status::from_errno(EINVAL, "copy", source).with_detail(entry.skip_reason), source);
+            return;
+        }
         report_skip(source, entry.skip_reason);
         return;
     }

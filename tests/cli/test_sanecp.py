@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""sanecp from the outside: bad input gets a clear message and loses nothing.
+
+Run one case: test_sanecp.py --sanecp PATH CASE. Exit 0 pass, 1 fail, 77 skip (with a SKIP: line saying why).
+Cases that need a small or read-only filesystem mount a tmpfs inside a private mount namespace (unshare -m):
+the mount vanishes with the process, so nothing is left behind even when a case fails.
+"""
+import argparse
+import json
+import os
+import pty
+import select
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+SANECP = None
+TIMEOUT = 60
+
+
+class Failure(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def run(args, timeout=TIMEOUT, **kw):
+    return subprocess.run([SANECP, *args], capture_output=True, text=True, errors="replace", timeout=timeout, **kw)
+
+
+def in_small_fs(size, setup, args, ro=False):
+    """Mounts a tmpfs of SIZE on a fresh folder in a private mount namespace, runs the shell snippet SETUP in it
+    ($FS is the folder), then sanecp ARGS with FS_DIR standing for the folder, then lists what is left there."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to mount a small tmpfs in a private mount namespace")
+    if not shutil.which("unshare"):
+        raise Skip("unshare (util-linux) is missing")
+    fs = tempfile.mkdtemp(prefix="sanecp-fs-", dir="/var/tmp")
+    try:
+        opts = f"size={size}"
+        remount = 'mount -o remount,ro "$FS"; ' if ro else ""
+        script = (f'set -e; mount --make-rprivate /; mount -t tmpfs -o {opts} sanecp-test "$FS"; {setup}; '
+                  f'{remount}set +e; "$SANECP" "$@"; rc=$?; echo "--- listing"; ls -A "$FS"; '
+                  f'for f in "$FS"/*; do [ -f "$f" ] && echo "--- $(basename "$f"): $(head -c 64 "$f")"; done; exit $rc')
+        env = dict(os.environ, FS=fs, SANECP=SANECP)
+        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", *[a.replace("FS_DIR", fs) for a in args]],
+                              capture_output=True, text=True, errors="replace", timeout=TIMEOUT, env=env)
+    finally:
+        os.rmdir(fs)  # empty again: the tmpfs lived only in the namespace
+
+
+def listing(out):
+    """The names `ls -A` printed after the run, without the content lines that follow them."""
+    after = out.split("--- listing\n", 1)[1] if "--- listing\n" in out else ""
+    return "".join(line + "\n" for line in after.splitlines() if not line.startswith("--- "))
+
+
+# --- the cases ---------------------------------------------------------------------------------------------
+
+def case_missing_source(t):
+    os.mkdir(f"{t}/out")
+    with open(f"{t}/real", "w") as f:
+        f.write("x")
+    r = run([f"{t}/nope", f"{t}/real", f"{t}/out"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check("nope" in r.stderr and "No such file" in r.stderr, f"stderr: {r.stderr!r}")
+    check(open(f"{t}/out/real").read() == "x", "the other source was not copied")
+
+
+def case_fifo_source(t):
+    os.mkfifo(f"{t}/pipe")
+    os.mkdir(f"{t}/out")
+    started = time.monotonic()
+    r = run([f"{t}/pipe", f"{t}/out"], timeout=20)  # a hang fails through the timeout
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check("FIFO" in r.stderr, f"stderr: {r.stderr!r}")
+    check(os.listdir(f"{t}/out") == [], "something was written")
+    check(time.monotonic() - started < 20, "took too long")
+
+
+def case_fifo_in_tree(t):
+    os.makedirs(f"{t}/tree")
+    os.mkfifo(f"{t}/tree/pipe")
+    with open(f"{t}/tree/file", "w") as f:
+        f.write("data")
+    os.mkdir(f"{t}/out")
+    r = run([f"{t}/tree", f"{t}/out"], timeout=20)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    check("skipped" in r.stderr and "FIFO" in r.stderr, f"stderr: {r.stderr!r}")
+    check(open(f"{t}/out/tree/file").read() == "data", "file missing")
+    check(not os.path.lexists(f"{t}/out/tree/pipe"), "the FIFO was recreated")
+
+
+def case_existing_target_refused(t):
+    with open(f"{t}/src", "w") as f:
+        f.write("new")
+    with open(f"{t}/dst", "w") as f:
+        f.write("precious")
+    r = run([f"{t}/src", f"{t}/dst"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check("already exists" in r.stderr, f"stderr: {r.stderr!r}")
+    check(open(f"{t}/dst").read() == "precious", "the existing file was touched")
+    check(sorted(os.listdir(t)) == ["dst", "src"], f"left behind: {os.listdir(t)}")
+
+
+def case_existing_target_overwrite(t):
+    with open(f"{t}/src", "w") as f:
+        f.write("new")
+    with open(f"{t}/dst", "w") as f:
+        f.write("old")
+    r = run(["--overwrite", f"{t}/src", f"{t}/dst"])
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    check(open(f"{t}/dst").read() == "new", "not overwritten")
+
+
+def case_existing_target_skip(t):
+    with open(f"{t}/src", "w") as f:
+        f.write("new")
+    with open(f"{t}/dst", "w") as f:
+        f.write("old")
+    r = run(["--skip-existing", f"{t}/src", f"{t}/dst"])
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    check("skipped" in r.stderr, f"stderr: {r.stderr!r}")
+    check(open(f"{t}/dst").read() == "old", "overwritten")
+
+
+def case_into_own_subfolder(t):
+    os.makedirs(f"{t}/tree/sub")
+    r = run([f"{t}/tree", f"{t}/tree/sub"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check("into itself" in r.stderr, f"stderr: {r.stderr!r}")
+    check(os.listdir(f"{t}/tree/sub") == [], "something was created")
+
+
+def case_out_of_space(t):
+    with open(f"{t}/big", "wb") as f:
+        f.write(os.urandom(4 << 20))
+    r = in_small_fs("1m", "true", [f"{t}/big", "FS_DIR/"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1; stderr {r.stderr!r}")
+    check("space" in r.stderr, f"stderr: {r.stderr!r}")
+    check(listing(r.stdout).strip() == "", f"left behind: {listing(r.stdout)!r}")
+
+
+def case_out_of_space_overwrite(t):
+    with open(f"{t}/big", "wb") as f:
+        f.write(os.urandom(4 << 20))
+    r = in_small_fs("1m", 'printf old > "$FS/big"', ["--overwrite", f"{t}/big", "FS_DIR"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1; stderr {r.stderr!r}")
+    check("space" in r.stderr, f"stderr: {r.stderr!r}")
+    check(listing(r.stdout).split() == ["big"], f"left: {listing(r.stdout)!r}")
+    check("--- big: old" in r.stdout, "the old file changed")
+
+
+def case_read_only_destination(t):
+    with open(f"{t}/src", "w") as f:
+        f.write("x")
+    r = in_small_fs("1m", "true", [f"{t}/src", "FS_DIR"], ro=True)
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check("Read-only file system" in r.stderr, f"stderr: {r.stderr!r}")
+
+
+def case_parent_missing(t):
+    with open(f"{t}/src", "w") as f:
+        f.write("x")
+    r = run([f"{t}/src", f"{t}/no/such/dir/file"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check("does not exist" in r.stderr, f"stderr: {r.stderr!r}")
+    check(not os.path.exists(f"{t}/no"), "folders were created")
+
+
+def case_trailing_slash_must_exist(t):
+    with open(f"{t}/src", "w") as f:
+        f.write("x")
+    r = run([f"{t}/src", f"{t}/new/"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check("must exist" in r.stderr, f"stderr: {r.stderr!r}")
+    check(not os.path.exists(f"{t}/new"), "created")
+
+
+def case_dest_rules(t):
+    os.makedirs(f"{t}/tree/inner")
+    with open(f"{t}/tree/inner/f", "w") as f:
+        f.write("f")
+    with open(f"{t}/a", "w") as f:
+        f.write("a")
+    os.mkdir(f"{t}/out")
+    check(run([f"{t}/a", f"{t}/out"]).returncode == 0, "into folder")
+    check(open(f"{t}/out/a").read() == "a", "into folder: wrong place")
+    check(run([f"{t}/a", f"{t}/out/renamed"]).returncode == 0, "as new name")
+    check(open(f"{t}/out/renamed").read() == "a", "as new name: wrong place")
+    check(run([f"{t}/tree", f"{t}/out"]).returncode == 0, "folder without -r")
+    check(open(f"{t}/out/tree/inner/f").read() == "f", "folder copied recursively")
+    r = run([f"{t}/a", f"{t}/tree", f"{t}/out/a"])
+    check(r.returncode == 1 and "several sources" in r.stderr, f"several sources into a file: {r.stderr!r}")
+
+
+def case_usage_errors(t):
+    check(run([]).returncode == 2, "no arguments")
+    check(run([f"{t}/only-one"]).returncode == 2, "one argument")
+    r = run(["--no-such-option", "a", "b"])
+    check(r.returncode == 2, f"unknown option: exit {r.returncode}")
+    r = run(["--overwrite", "--skip-existing", "a", "b"])
+    check(r.returncode == 2, "exclusive options together")
+
+
+def case_quiet_without_tty(t):
+    with open(f"{t}/src", "wb") as f:
+        f.write(os.urandom(1 << 20))
+    r = run([f"{t}/src", f"{t}/dst"])
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    check(r.stdout == "" and r.stderr == "", f"printed: {r.stdout!r} {r.stderr!r}")
+
+
+def case_json(t):
+    with open(f"{t}/src", "wb") as f:
+        f.write(os.urandom(3 << 20))
+    os.mkdir(f"{t}/out")
+    r = run(["--json", f"{t}/src", f"{t}/missing", f"{t}/out"])
+    check(r.returncode == 1, f"exit {r.returncode}")
+    records = [json.loads(line) for line in r.stdout.splitlines()]
+    types = [rec["type"] for rec in records]
+    check(types[-1] == "done", f"last record {types[-1]}")
+    check("file_done" in types and "error" in types and "progress" in types, f"types {types}")
+    progress = [rec for rec in records if rec["type"] == "progress"][-1]
+    for key in ("total_bytes", "durable_bytes", "written_bytes", "files_done", "files_total",
+                "device_bytes_per_sec", "eta_seconds"):
+        check(key in progress, f"progress lacks {key}")
+    check(progress["durable_bytes"] == 3 << 20 == progress["total_bytes"], f"final progress {progress}")
+    err = next(rec for rec in records if rec["type"] == "error")
+    check(err["source"].endswith("missing") and err["errno"] == 2, f"error record {err}")
+    check(records[-1]["ok"] is False and records[-1]["files_copied"] == 1, f"done record {records[-1]}")
+
+
+def case_terminal_progress(t):
+    """On a terminal: a progress bar while copying, and a closing line that says it is on the device."""
+    with open(f"{t}/src", "wb") as f:
+        f.write(os.urandom(8 << 20))
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(SANECP, [SANECP, f"{t}/src", f"{t}/dst"])
+    out = b""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    _, status = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    check(os.waitstatus_to_exitcode(status) == 0, f"exit status {status}: {text!r}")
+    check("safe to unplug" in text, f"output: {text!r}")
+
+
+def case_odd_names(t):
+    names = ["with space", "quote'\"s", "new\nline", b"latin1-\xe9".decode("utf-8", "surrogateescape"), "-dash"]
+    os.mkdir(f"{t}/tree")
+    for i, n in enumerate(names):
+        with open(os.path.join(f"{t}/tree", n), "w") as f:
+            f.write(str(i))
+    os.mkdir(f"{t}/out")
+    r = run([f"{t}/tree", f"{t}/out"])
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    for i, n in enumerate(names):
+        check(open(os.path.join(f"{t}/out/tree", n)).read() == str(i), f"name {n!r}")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global SANECP
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sanecp", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    SANECP = os.path.abspath(a.sanecp)
+    t = tempfile.mkdtemp(prefix="sanecp-cli-", dir="/var/tmp")
+    try:
+        CASES[a.case](t)
+    except Skip as e:
+        print(f"SKIP: {a.case}: {e}")
+        return 77
+    except Failure as e:
+        print(f"FAIL: {a.case}: {e}")
+        print("0 passed, 1 failed")
+        return 1
+    finally:
+        for root, dirs, _ in os.walk(t):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o755)
+        shutil.rmtree(t, ignore_errors=True)
+    print(f"PASS: {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
