@@ -118,6 +118,7 @@ private:
     void emit(JobEvent e) { sink_(e); }
     void report_error(Status s, const std::string &path);
     void report_skip(const std::string &path, const std::string &why);
+    void report_done(const std::string &source, std::string target, uint64_t bytes);
     bool stopping() const { return aborted_ || control_.cancel_requested(); }
 
     Status preflight(const std::vector<ItemPlan> &plans);
@@ -166,6 +167,18 @@ void JobRunner::report_skip(const std::string &path, const std::string &why)
     e.kind = JobEvent::Kind::Skipped;
     e.path = path;
     e.message = path + ": " + why;
+    emit(std::move(e));
+}
+
+void JobRunner::report_done(const std::string &source, std::string target, uint64_t bytes)
+{
+    ++summary_.files_copied;
+    summary_.bytes += bytes;
+    counters_.files_done.fetch_add(1);
+    JobEvent e;
+    e.path = source;
+    e.target = std::move(target);
+    e.bytes = bytes;
     emit(std::move(e));
 }
 
@@ -376,12 +389,7 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
             report_error(std::move(s), source);
             return;
         }
-        ++summary_.files_copied;
-        counters_.files_done.fetch_add(1);
-        JobEvent e;
-        e.path = source;
-        e.target = dst_display + "/" + final_name;
-        emit(std::move(e));
+        report_done(source, dst_display + "/" + final_name, 0);
         return;
     }
     case EntryKind::File:
@@ -487,14 +495,7 @@ void JobRunner::copy_regular(const std::string &source, int src_fd, uint64_t siz
             return;
         }
     }
-    ++summary_.files_copied;
-    summary_.bytes += copied.copied;
-    counters_.files_done.fetch_add(1);
-    JobEvent e;
-    e.path = source;
-    e.target = dst_display + "/" + final_name;
-    e.bytes = copied.copied;
-    emit(std::move(e));
+    report_done(source, dst_display + "/" + final_name, copied.copied);
 }
 
 Status JobRunner::sync_dir_now(const SharedDirFd &dir, const std::string &display)
@@ -560,14 +561,7 @@ void JobRunner::flush_batch()
             report_error(Status(s.code(), s.op(), target), f->source);
             continue;
         }
-        ++summary_.files_copied;
-        summary_.bytes += f->copied;
-        counters_.files_done.fetch_add(1);
-        JobEvent e;
-        e.path = f->source;
-        e.target = target;
-        e.bytes = f->copied;
-        emit(std::move(e));
+        report_done(f->source, target, f->copied);
     }
 }
 

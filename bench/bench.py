@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Side-by-side copy benchmark on a simulated slow USB stick. See bench/README.md.
+
+Usage: bench/bench.py --sanecp PATH [--size-mib 1500] [--rate 40000000]
+                      [--small 2000] [--out FILE.md] [--quick] [--tools LIST]
+"""
+
+import argparse
+import contextlib
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "stick"))
+import stick  # noqa: E402
+
+MiB = stick.MiB
+ALL_TOOLS = ("sanecp", "dd", "cp", "rsync")
+HONESTY_SLACK = 32 * MiB
+TARGETS = {
+    "big_ratio": 1.02,
+    "tree_ratio": 1.15,
+    "peak_dirty": 32 * MiB,
+    "dest_cached": 0.01,
+    "cpu": 0.05,
+}
+
+
+@dataclass
+class Result:
+    tool: str
+    label: str
+    ok: bool = False
+    error: str = ""
+    returned: float = 0.0       # s from start until the command exits
+    durable: float = 0.0        # s from start until the device has nothing left to write
+    peak_dirty: int = 0
+    dirty_at_exit: int = 0
+    src_cached: float = 0.0
+    dest_cached: float = 0.0
+    cpu: float = 0.0            # user+sys seconds of the tool and the children it waited for
+    cache_disturbed: bool = False  # someone else dropped the page cache during the run
+    progress: list = field(default_factory=list)  # (durable_bytes, device_written) per line
+    last_progress: dict = field(default_factory=dict)
+
+    @property
+    def cpu_share(self):
+        return self.cpu / self.returned if self.returned > 0 else 0.0
+
+    @property
+    def max_excess(self):
+        return max((d - w for d, w in self.progress), default=None)
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def command(tool, kind, src, dest, sanecp):
+    if tool == "sanecp":
+        return [sanecp, "--json", src, dest]
+    if tool == "dd":
+        # O_DIRECT has no meaning for a tree; its row there reads n/a.
+        return None if kind == "tree" else ["dd", f"if={src}", f"of={dest}", "oflag=direct",
+                                            "bs=4M", "status=none"]
+    if tool == "cp":
+        return ["cp", "-r", src, dest] if kind == "tree" else ["cp", src, dest]
+    if tool == "rsync":
+        return ["rsync", "-a", src + "/", dest] if kind == "tree" else ["rsync", "-a", src, dest]
+    raise ValueError(tool)
+
+
+def label(tool, kind):
+    return {
+        "sanecp": "`sanecp`",
+        "dd": "`dd oflag=direct bs=4M` + sync",
+        "cp": "`cp -r` + sync" if kind == "tree" else "`cp` + sync",
+        "rsync": "`rsync -a` + sync",
+    }[tool]
+
+
+def remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def same_file(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(4 * MiB), fb.read(4 * MiB)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+def verify(kind, src, dest):
+    if kind == "big":
+        return "" if os.path.isfile(dest) and same_file(src, dest) else "destination differs from source"
+    rel_src = [os.path.relpath(p, src) for p in stick.tree_files(src)]
+    rel_dest = [os.path.relpath(p, dest) for p in stick.tree_files(dest)] if os.path.isdir(dest) else []
+    if rel_src != rel_dest:
+        return f"destination has {len(rel_dest)} files, source {len(rel_src)}"
+    for r in rel_src:
+        if not same_file(os.path.join(src, r), os.path.join(dest, r)):
+            return f"{r} differs"
+    return ""
+
+
+def read_progress(pipe, sampler, res):
+    # The device's completed-write counter is read when each line arrives, so
+    # a claim is checked against what the device had taken by then at the latest.
+    for line in pipe:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("type") == "progress" and "durable_bytes" in msg:
+            res.progress.append((int(msg["durable_bytes"]), sampler.written_since_start()))
+            res.last_progress = msg
+
+
+def run_tool(s, tool, kind, src, dest, sanecp, timeout):
+    """One tool copying src to dest (which must not exist) on stick s."""
+    res = Result(tool, label(tool, kind))
+    cmd = command(tool, kind, src, dest, sanecp)
+    # Every tool starts alike: nothing of the last run on the stick, nothing
+    # dirty anywhere, and the source cold, as after plugging the stick in.
+    remove(dest)
+    stick.drop_caches([src, s.mnt])
+    drops = stick.drop_cache_count()
+    if stick.wait_durable(s.majmin, timeout=timeout) is None:
+        res.error = "stick did not settle before the run"
+        return res
+    log(f"  {tool}: {' '.join(cmd)}")
+    with tempfile.TemporaryFile() as errfile:
+        return measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout)
+
+
+def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout):
+    """Runs cmd on a settled stick and fills res. drops: the page-cache drop count
+    after our own drop, to notice another process dropping it during the run."""
+    tool = res.tool
+    sampler = stick.DirtySampler(s.majmin).start()
+    proc = reader = None
+    try:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=errfile,
+                                stdout=subprocess.PIPE if tool == "sanecp" else subprocess.DEVNULL,
+                                text=True, start_new_session=True)
+        if tool == "sanecp":
+            reader = threading.Thread(target=read_progress, args=(proc.stdout, sampler, res), daemon=True)
+            reader.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        t_ret = time.monotonic()
+        res.dirty_at_exit = sampler.sample_now()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        res.returned = t_ret - t0
+        res.cpu = usage.ru_utime + usage.ru_stime
+        if reader:
+            reader.join(timeout=10)
+            proc.stdout.close()
+        # Also after the tools that claim to be done: if they are, this is instant.
+        subprocess.run(["sync", "-f", dest if os.path.exists(dest) else s.mnt], check=True)
+        t_clean = stick.wait_durable(s.majmin, timeout=timeout)
+        if t_clean is None:
+            res.error = "device still dirty after sync"
+            return res
+        res.durable = t_clean - t0
+    finally:
+        if proc is not None and proc.returncode is None:
+            # rsync runs as three processes; end the whole group so the unmount
+            # does not find the stick busy.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        sampler.stop()
+    res.peak_dirty = sampler.peak
+    if proc.returncode != 0:
+        errfile.seek(0)
+        tail = errfile.read().decode(errors="replace").strip().splitlines()[-2:]
+        res.error = f"exit {proc.returncode}: {' / '.join(tail)}"
+        return res
+    # Residency first: verifying reads both sides back into the cache.
+    if kind == "big":
+        res.src_cached, res.dest_cached = stick.residency_many([src, dest])
+    else:
+        res.src_cached = stick.tree_residency(src)
+        res.dest_cached = stick.tree_residency(dest)
+    res.cache_disturbed = stick.drop_cache_count() != drops
+    res.error = verify(kind, src, dest)
+    res.ok = not res.error
+    return res
+
+
+# --- Report -------------------------------------------------------------------
+
+def mib(n):
+    return f"{n / MiB:.1f} MiB"
+
+
+def pct(x):
+    return f"{x * 100:.1f} %"
+
+
+def cached(r, x):
+    return "?" if r.cache_disturbed else pct(x)
+
+
+def honesty(r):
+    if r.tool != "sanecp":
+        return "n/a"
+    if not r.progress:
+        return "no progress lines"
+    ex = r.max_excess
+    verdict = "ok" if ex <= HONESTY_SLACK else "**AHEAD**"
+    return f"{verdict}, max {ex / MiB:+.1f} MiB ({len(r.progress)} lines)"
+
+
+def table(kind, results, baseline, payload, rate):
+    head = ("| tool | returns after | durable after | vs baseline | of device rate | peak dirty "
+            "| dirty at return | source cached | dest cached | CPU (of a core) | progress vs device |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    base = results.get(baseline)
+    for tool, r in results.items():
+        if r is None:
+            lines.append(f"| {label(tool, kind)} | n/a |" + " |" * 9)
+            continue
+        if not r.ok:
+            lines.append(f"| {r.label} | failed: {r.error} |" + " |" * 9)
+            continue
+        ratio = f"{r.durable / base.durable:.3f}×" if base and base.ok and base.durable > 0 else "n/a"
+        share = payload / r.durable / rate if r.durable > 0 else 0.0
+        lines.append(
+            f"| {r.label} | {r.returned:.2f} s | {r.durable:.2f} s | {ratio} | {pct(share)} "
+            f"| {mib(r.peak_dirty)} | {mib(r.dirty_at_exit)} | {cached(r, r.src_cached)} | {cached(r, r.dest_cached)} "
+            f"| {pct(r.cpu_share)} | {honesty(r)} |")
+    if any(r is not None and r.cache_disturbed for r in results.values()):
+        lines += ["", "?: another process dropped the page cache during that run, so its residency is unknown."]
+    return lines
+
+
+def verdicts(kind, results, baseline, payload):
+    r, base = results.get("sanecp"), results.get(baseline)
+    if r is None or not r.ok:
+        return []
+    limit = TARGETS["big_ratio" if kind == "big" else "tree_ratio"]
+    checks = []
+    if base is not None and base.ok:
+        ratio = r.durable / base.durable
+        checks.append((ratio <= limit, f"durable after ≤ {limit}× {base.label}: {ratio:.3f}×"))
+    checks.append((r.peak_dirty <= TARGETS["peak_dirty"], f"peak dirty ≤ 32 MiB: {mib(r.peak_dirty)}"))
+    if kind == "big" and r.cache_disturbed:
+        checks.append((None, "destination cached ≤ 1 %: not measured, another process dropped the page cache"))
+    elif kind == "big":
+        checks.append((r.dest_cached <= TARGETS["dest_cached"], f"destination cached ≤ 1 %: {pct(r.dest_cached)}"))
+    checks.append((r.cpu_share < TARGETS["cpu"], f"CPU < 5 % of a core: {pct(r.cpu_share)}"))
+    checks.append((r.dirty_at_exit <= stick.STAT_SLACK,
+                   f"nothing dirty on the device when it exits: {mib(r.dirty_at_exit)}"))
+    checks.append((bool(r.progress) and r.max_excess <= HONESTY_SLACK,
+                   f"progress never ahead of the device by > 32 MiB: {honesty(r)}"))
+    final = int(r.last_progress.get("durable_bytes", 0))
+    checks.append((final == payload, f"last progress line says all of it is durable: {final} of {payload} bytes"))
+    return [f"- {'?' if ok is None else '✓' if ok else '✗'} {text}" for ok, text in checks]
+
+
+def damon_pageout_age():
+    """Seconds of idleness after which a running DAMON scheme pages memory out
+    (page cache included), or None. Reads sysfs only."""
+    def read(path):
+        with open(path) as f:
+            return f.read().strip()
+
+    ages = []
+    for k in glob.glob("/sys/kernel/mm/damon/admin/kdamonds/[0-9]*"):
+        try:
+            if read(f"{k}/state") != "on":
+                continue
+            for c in glob.glob(f"{k}/contexts/[0-9]*"):
+                aggr = int(read(f"{c}/monitoring_attrs/intervals/aggr_us")) / 1e6
+                for sch in glob.glob(f"{c}/schemes/[0-9]*"):
+                    if read(f"{sch}/action") == "pageout":
+                        ages.append(int(read(f"{sch}/access_pattern/age/min")) * aggr)
+        except (OSError, ValueError):
+            continue
+    return min(ages) if ages else None
+
+
+def fs_type(path):
+    return subprocess.run(["stat", "-f", "-c", "%T", path], stdout=subprocess.PIPE,
+                          text=True, check=True).stdout.strip()
+
+
+def report(args, meta, big, tree):
+    out = [
+        f"## SaneCopy benchmark, {meta['date']}",
+        "",
+        f"- kernel {platform.release()}, {os.cpu_count()} CPUs, {meta['ram_gib']:.0f} GiB RAM",
+        f"- stick: {meta['stick']}, writes throttled to {args.rate / 1e6:.1f} MB/s (blkio)",
+        f"- sources on {meta['src_fs']} ({args.workdir}); page cache dropped and stick idle before each tool",
+        "- durable after = the tool, then `sync -f DEST`, until the stick's dirty + writeback reads 0",
+        "",
+        f"### One big file: {args.size_mib} MiB (baseline: dd oflag=direct)",
+        "",
+        *table("big", big, "dd", args.size_mib * MiB, args.rate),
+        "",
+        f"### {meta['tree_n']} small files of {meta['tree_lo'] // 1024}–{meta['tree_hi'] // 1024} KiB, "
+        f"{mib(meta['tree_bytes'])} (baseline: cp -r + sync)",
+        "",
+        *table("tree", tree, "cp", meta["tree_bytes"], args.rate),
+    ]
+    if meta["tree_bytes"] / args.rate < 1.0:
+        # blk-throttle lets a burst of a few MB through after an idle spell, so
+        # a tree that the stick takes in well under a second shows rates above
+        # the limit and ratios that are mostly noise.
+        out += ["", f"Note: the tree is only {meta['tree_bytes'] / args.rate:.1f} s of stick time; "
+                    "the throttle's initial burst of a few MB dominates it, so its ratios are not meaningful."]
+    big_v = verdicts("big", big, "dd", args.size_mib * MiB)
+    tree_v = verdicts("tree", tree, "cp", meta["tree_bytes"])
+    if big_v or tree_v:
+        out += ["", "### sanecp against its targets", "", "Big file:", *big_v, "", "Small files:", *tree_v]
+    if meta.get("damon_age") is not None:
+        out += ["", f"Note: DAMON pages out memory left idle for {meta['damon_age']:.0f} s on this machine, "
+                    "page cache included. In runs longer than that, the cached columns read low."]
+    out += ["", f"Kernel's own estimate of the stick's write rate at the end (BdiWriteBandwidth): "
+                f"{meta['bdi_bw'] / 1e6:.1f} MB/s", ""]
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sanecp", help="path to the sanecp binary")
+    ap.add_argument("--size-mib", type=int, default=None, help="big file size (default 1500)")
+    ap.add_argument("--rate", type=int, default=40_000_000, help="stick write rate in bytes/s")
+    ap.add_argument("--small", type=int, default=None, help="number of small files (default 2000)")
+    ap.add_argument("--out", help="also write the Markdown report here")
+    ap.add_argument("--quick", action="store_true", help="256 MiB and 300 files, for a smoke run")
+    ap.add_argument("--tools", default=",".join(ALL_TOOLS),
+                    help=f"comma-separated subset of {','.join(ALL_TOOLS)} (default: all)")
+    ap.add_argument("--workdir", default="/var/tmp", help="where the sources and the stick image go")
+    args = ap.parse_args()
+    args.size_mib = args.size_mib or (256 if args.quick else 1500)
+    args.small = args.small or (300 if args.quick else 2000)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = set(tools) - set(ALL_TOOLS)
+    if unknown:
+        ap.error(f"unknown tools: {', '.join(sorted(unknown))}")
+    if "sanecp" in tools and not args.sanecp:
+        ap.error("--sanecp PATH is needed, or leave sanecp out of --tools")
+    if args.sanecp:
+        args.sanecp = os.path.abspath(args.sanecp)
+    for t in tools:
+        exe = args.sanecp if t == "sanecp" else t
+        if shutil.which(exe) is None:
+            ap.error(f"{exe} not found")
+
+    stick.require_root_or_skip()
+    src_fs = fs_type(args.workdir)
+    if src_fs in ("tmpfs", "ramfs"):
+        # A RAM source is never "cold", which hides the read side of every tool.
+        ap.error(f"{args.workdir} is {src_fs}; pick a directory on a disk with --workdir")
+    stick.install_signal_hooks()
+
+    srcdir = tempfile.mkdtemp(prefix="sanecopy-bench-", dir=args.workdir)
+    try:
+        log(f"making sources in {srcdir}")
+        big_src = stick.make_file(os.path.join(srcdir, "big.bin"), args.size_mib * MiB)
+        lo, hi = 4096, 65536
+        tree_src = os.path.join(srcdir, "tree")
+        n, tree_bytes = stick.make_small_tree(tree_src, n=args.small, lo=lo, hi=hi)
+        size = args.size_mib + 2 * tree_bytes // MiB + 512
+        timeout = 3 * max(args.size_mib * MiB, tree_bytes) / args.rate + 300
+        meta = {
+            "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+            "ram_gib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30),
+            "src_fs": src_fs, "damon_age": damon_pageout_age(),
+            "tree_n": n, "tree_bytes": tree_bytes, "tree_lo": lo, "tree_hi": hi,
+        }
+        with stick.Stick(size_mib=size, rate_bps=args.rate, workdir=args.workdir) as s:
+            meta["stick"] = f"{s.fs} on {s.name} (loop, direct I/O), {size} MiB"
+            big, tree = {}, {}
+            log(f"big file, {args.size_mib} MiB, on {s.dev} at {args.rate / 1e6:.1f} MB/s")
+            for t in tools:
+                big[t] = run_tool(s, t, "big", big_src, os.path.join(s.mnt, "big.bin"), args.sanecp, timeout)
+            log(f"{n} small files, {tree_bytes / MiB:.1f} MiB")
+            for t in tools:
+                if command(t, "tree", tree_src, "", args.sanecp) is None:
+                    tree[t] = None
+                    continue
+                tree[t] = run_tool(s, t, "tree", tree_src, os.path.join(s.mnt, "tree"), args.sanecp, timeout)
+            meta["bdi_bw"] = stick.bdi_stats(s.majmin).get("BdiWriteBandwidth", 0)
+    finally:
+        shutil.rmtree(srcdir, ignore_errors=True)
+
+    text = report(args, meta, big, tree)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    failed = [r for r in list(big.values()) + list(tree.values()) if r is not None and not r.ok]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""sanecp onto a throttled loop-device stick (a faithful slow USB stick), one case per run:
+
+    test_sanecp_stick.py --sanecp PATH CASE
+
+What is asserted is what users are promised, never a timing: dirty pages on the device stay bounded, progress
+never claims bytes the device hasn't taken, and when sanecp exits the device has nothing left to write.
+Exit 0 pass, 1 fail, 77 skip (not root, no loop devices or blkio throttle), with the reason printed.
+"""
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stick  # noqa: E402
+
+MiB = 1 << 20
+DIRTY_BOUND = 32 * MiB
+RATE = 40_000_000
+SANECP = None
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def uncache(path):
+    """Makes |path| cold in the page cache without touching anyone else's pages (no global drop_caches:
+    other tests run in parallel)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def run_sanecp(args, sampler, on_progress=None):
+    """Runs sanecp --json, reading its records live. Each progress record is checked against the device's
+    own counter read right after it: durable_bytes may never be ahead of what the device took by more than
+    the dirty bound."""
+    proc = subprocess.Popen([SANECP, "--json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    records, worst_excess = [], 0
+    for line in proc.stdout:
+        rec = json.loads(line)
+        records.append(rec)
+        if rec["type"] == "progress":
+            device = sampler.written_since_start()
+            worst_excess = max(worst_excess, rec["durable_bytes"] - device)
+            if on_progress:
+                on_progress(rec, proc)
+    err = proc.stderr.read()
+    rc = proc.wait()
+    # Read before anything else can write: what the device still had to do when sanecp said it was done.
+    left = stick.durable_now(sampler.majmin)
+    return rc, records, err, worst_excess, left
+
+
+def assert_nothing_left(s, left, sampler):
+    check(left <= stick.STAT_SLACK, f"{left} bytes still dirty on the device when sanecp exited")
+    # The counters are approximate; the device's own write counter is not: a sync afterwards writes ~nothing.
+    before = sampler.written_since_start()
+    stick.syncfs(s.mnt)
+    after = sampler.written_since_start()
+    check(after - before <= 1 * MiB, f"a sync after sanecp exited still wrote {after - before} bytes")
+
+
+def case_big_file(work):
+    with stick.Stick(size_mib=512, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "big.bin"), 200 * MiB)
+        uncache(src)
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, records, err, excess, left = run_sanecp([src, s.mnt + "/"], sampler)
+            check(rc == 0, f"exit {rc}: {err}")
+            assert_nothing_left(s, left, sampler)
+        print(f"peak dirty {sampler.peak / MiB:.1f} MiB, durable ahead of device by at most {excess / MiB:.1f} MiB")
+        check(sampler.peak <= DIRTY_BOUND, f"peak dirty {sampler.peak / MiB:.1f} MiB > 32 MiB")
+        check(excess <= DIRTY_BOUND, f"progress claimed {excess / MiB:.1f} MiB more than the device had taken")
+        check(records[-1]["type"] == "done" and records[-1]["ok"], f"last record {records[-1]}")
+        progress = [r for r in records if r["type"] == "progress"]
+        check(len(progress) >= 4, f"only {len(progress)} progress records for a copy of seconds")
+        check(all(a["durable_bytes"] <= b["durable_bytes"] for a, b in zip(progress, progress[1:])),
+              "durable bytes went backwards")
+        check(any(0 < p["device_bytes_per_sec"] < 4 * RATE for p in progress),
+              "no progress record shows the device's own rate")
+        dst = os.path.join(s.mnt, "big.bin")
+        # Residency first: comparing the bytes reads both files back into the cache.
+        src_res, dst_res = stick.residency(src), stick.residency(dst)
+        print(f"residency after: source {src_res:.1%}, destination {dst_res:.1%}")
+        check(src_res <= 0.01, f"source still {src_res:.1%} in the page cache")
+        check(dst_res <= 0.01, f"destination still {dst_res:.1%} in the page cache")
+        check(filecmp.cmp(src, dst, shallow=False), "copy differs")
+
+
+def case_small_files(work):
+    with stick.Stick(size_mib=512, rate_bps=RATE) as s:
+        tree = os.path.join(work, "tree")
+        n, total = stick.make_small_tree(tree, n=400)
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, records, err, excess, left = run_sanecp([tree, s.mnt], sampler)
+            check(rc == 0, f"exit {rc}: {err}")
+            assert_nothing_left(s, left, sampler)
+        check(sampler.peak <= DIRTY_BOUND, f"peak dirty {sampler.peak / MiB:.1f} MiB > 32 MiB")
+        check(excess <= DIRTY_BOUND, f"progress claimed {excess / MiB:.1f} MiB ahead of the device")
+        done = records[-1]
+        check(done["files_copied"] == n and done["bytes"] == total, f"done record {done}")
+        cmp = filecmp.dircmp(tree, os.path.join(s.mnt, "tree"))
+        check(not cmp.left_only and not cmp.right_only, "trees differ")
+        for sub in cmp.subdirs.values():
+            check(not sub.diff_files and not sub.left_only, f"differs in {sub.left}")
+            _, mismatch, errors = filecmp.cmpfiles(sub.left, sub.right, sub.common_files, shallow=False)
+            check(not mismatch and not errors, f"contents differ: {mismatch[:3]}")
+        check(not any(name.endswith(".part") for _, _, files in os.walk(s.mnt) for name in files),
+              "a part file was left behind")
+
+
+def case_cancel(work):
+    with stick.Stick(size_mib=512, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "big.bin"), 200 * MiB)
+        uncache(src)
+        sent = []
+
+        def interrupt(rec, proc):
+            if not sent and rec["durable_bytes"] > 20 * MiB:
+                proc.send_signal(signal.SIGINT)
+                sent.append(rec["durable_bytes"])
+
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, records, err, _, left = run_sanecp([src, s.mnt + "/"], sampler, interrupt)
+            check(sent, "the copy ended before it could be interrupted")
+            check(rc == 1, f"exit {rc} after SIGINT, want 1")
+            check(records[-1]["type"] == "done" and records[-1]["cancelled"], f"last record {records[-1]}")
+            assert_nothing_left(s, left, sampler)
+        check(sorted(os.listdir(s.mnt)) == ["lost+found"], f"left on the stick: {os.listdir(s.mnt)}")
+
+
+def case_cached_source_left_alone(work):
+    with stick.Stick(size_mib=256, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "hot.bin"), 64 * MiB)
+        with open(src, "rb") as f:  # someone is using this file: it is in the cache and must stay there
+            while f.read(4 * MiB):
+                pass
+        before = stick.residency(src)
+        check(before >= 0.95, f"could not warm the source ({before:.1%})")
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, _, err, _, _ = run_sanecp([src, s.mnt + "/"], sampler)
+        check(rc == 0, f"exit {rc}: {err}")
+        after = stick.residency(src)
+        print(f"source residency before {before:.1%}, after {after:.1%}")
+        check(after >= 0.95, f"the copy evicted pages it did not bring in ({before:.1%} -> {after:.1%})")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global SANECP
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sanecp", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    SANECP = os.path.abspath(a.sanecp)
+    stick.require_root_or_skip()
+    work = tempfile.mkdtemp(prefix="sanecopy-stick-test-", dir="/var/tmp")
+    try:
+        CASES[a.case](work)
+    except Failure as e:
+        print(f"FAIL: {a.case}: {e}")
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"PASS: {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
