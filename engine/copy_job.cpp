@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -303,19 +304,19 @@ void JobRunner::run_item(const ItemPlan &plan)
     DirCache src(src_root, item.source_dir);
     DirCache dst(dst_root, item.target_dir);
     std::vector<FinishedDir> dirs;
-    std::string failed_dir; // a folder that could not be created: its contents are passed over
+    std::optional<std::string> failed_dir; // a folder that could not be created: what it holds is passed over
+    auto below = [](const std::string &rel, const std::string &dir) {
+        return dir.empty() || (rel.size() > dir.size() && rel.compare(0, dir.size(), dir) == 0 && rel[dir.size()] == '/');
+    };
     for (const PlanEntry &entry : plan.entries) {
         if (stopping())
             break;
-        if (!failed_dir.empty() && entry.rel.size() > failed_dir.size() &&
-            entry.rel.compare(0, failed_dir.size() + 1, failed_dir + "/") == 0)
+        if (failed_dir && below(entry.rel, *failed_dir))
             continue;
         const std::size_t errors_before = summary_.errors;
         copy_entry(plan, entry, src, dst, dirs);
         if (entry.kind == EntryKind::Directory && summary_.errors != errors_before)
-            failed_dir = entry.rel.empty() ? std::string("\x01") : entry.rel;
-        if (failed_dir == "\x01")
-            break;
+            failed_dir = entry.rel;
     }
     flush_batch();
     if (!stopping())
@@ -452,9 +453,10 @@ void JobRunner::copy_regular(const std::string &source, int src_fd, uint64_t siz
         return;
     }
     PartFile &pf = part.value();
-    if (size > 0 && syncs()) {
+    if (!small && syncs()) {
         // Reserve the space now: a full stick is found before the copy, not at 97 %. KEEP_SIZE leaves the
-        // file's size growing with its data. Filesystems without fallocate just copy.
+        // file's size growing with its data. Filesystems without fallocate just copy. Small files skip it: the
+        // up-front space check covers them, and a syscall each is what makes thousands of them slow.
         if (sys().fallocate(pf.fd(), FALLOC_FL_KEEP_SIZE, 0, off_t(size)) < 0 && (errno == ENOSPC || errno == EDQUOT)) {
             report_error(Status::from_errno(errno, "allocate", pf.display_path()), source);
             return;
@@ -531,8 +533,11 @@ void JobRunner::flush_batch()
             report_error(Status(s.code(), s.op(), f.part.display_path()), f.source);
         return;
     }
-    for (BatchFile &f : batch)
+    for (BatchFile &f : batch) {
         session_.count_durable(f.copied, counters_);
+        if (session_.route.evict) // on the device now, so clean: nothing keeps them in memory
+            sys().fadvise(f.part.fd(), 0, 0, POSIX_FADV_DONTNEED);
+    }
 
     std::vector<std::pair<BatchFile *, std::string>> published;
     std::set<int> dirs;

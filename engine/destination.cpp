@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "destination.h"
 
+#include "fd.h"
 #include "sys.h"
 
 #include <climits>
@@ -32,10 +33,19 @@ std::pair<std::string, std::string> split_path(const std::string &path)
 
 namespace {
 
+// The kernel's own resolution of |path| (symlinks followed), read back from /proc/self/fd so it stays on the
+// syscall seam. Empty when |path| can't be opened.
 std::string real_path(const std::string &path)
 {
+    UniqueFd fd(sys().openat(AT_FDCWD, path.c_str(), O_PATH | O_CLOEXEC, 0));
+    if (!fd)
+        return {};
     char buf[PATH_MAX];
-    return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+    const std::string link = "/proc/self/fd/" + std::to_string(fd.get());
+    const ssize_t n = sys().readlinkat(AT_FDCWD, link.c_str(), buf, sizeof buf);
+    if (n <= 0 || size_t(n) >= sizeof buf || buf[0] != '/')
+        return {};
+    return std::string(buf, size_t(n));
 }
 
 bool is_within(const std::string &inner, const std::string &outer)

@@ -4,9 +4,11 @@
 #include "chunk_controller.h"
 #include "destination.h"
 #include "device_probe.h"
+#include "sys.h"
 
 #include <algorithm>
 #include <chrono>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 namespace sanecopy {
@@ -62,7 +64,7 @@ std::string JobQueue::default_lane(const JobSpec &spec)
     // The folder that receives the copy: DEST itself when it is a folder, else its parent.
     std::string folder = spec.destination;
     struct stat st {};
-    if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    if (sys().fstatat(AT_FDCWD, folder.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode))
         folder = split_path(folder).first;
     auto info = probe_device(folder);
     if (info.ok())

@@ -21,8 +21,11 @@ SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(siz
 {
     if (size_ == 0)
         return;
-    // Readahead doubles its window under SEQUENTIAL; a failure only costs speed.
-    retry_eintr([&] { return sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); });
+    // Readahead doubles its window under SEQUENTIAL; a failure only costs speed. A file that fits in the
+    // default window gains nothing from it.
+    constexpr uint64_t kDefaultReadahead = 128 * 1024;
+    if (size_ > kDefaultReadahead)
+        retry_eintr([&] { return sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); });
     if (!evict_)
         return;
     void *map = sys().mmap(size_, PROT_READ, MAP_SHARED, fd_, 0);
