@@ -205,7 +205,7 @@ JobSummary JobRunner::run()
 {
     const double started = monotonic_seconds();
     counters_.state.store(JobState::Running);
-    Resolution res = resolve_destination(spec_.sources, spec_.destination);
+    Resolution res = resolve_destination(spec_.sources, spec_.destination, spec_.rule);
     for (Status &s : res.errors) {
         const std::string path = s.path();
         report_error(std::move(s), path);

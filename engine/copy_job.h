@@ -11,6 +11,7 @@
 #pragma once
 
 #include "chunk_controller.h"
+#include "destination.h"
 #include "job_control.h"
 #include "publish.h"
 #include "result.h"
@@ -25,6 +26,7 @@ namespace sanecopy {
 struct JobSpec {
     std::vector<std::string> sources;
     std::string destination;
+    DestinationRule rule = DestinationRule::FollowCp;
     ConflictPolicy conflict = ConflictPolicy::Refuse;
     uint64_t small_file_limit = 1024 * 1024;      // files up to this size are batched
     uint64_t batch_bytes = 16 * 1024 * 1024;      // a batch's bytes stay within the dirty budget

@@ -58,7 +58,7 @@ bool is_within(const std::string &inner, const std::string &outer)
 
 } // namespace
 
-Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest)
+Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest, DestinationRule rule)
 {
     Resolution r;
     if (sources.empty() || dest.empty()) {
@@ -68,8 +68,12 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
     struct stat dst {};
     // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder).
     const bool dest_exists = sys().fstatat(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
-    const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode);
     const bool wants_dir = dest.back() == '/';
+    if (rule == DestinationRule::ExactTarget && (sources.size() != 1 || wants_dir)) {
+        r.fatal = Status::from_errno(EINVAL, "destination", dest).with_detail("an exact target takes one source and a name");
+        return r;
+    }
+    const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode) && rule == DestinationRule::FollowCp;
 
     if (wants_dir && !dest_is_dir) {
         r.fatal = Status::from_errno(dest_exists ? ENOTDIR : ENOENT, "destination", dest)

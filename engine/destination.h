@@ -31,7 +31,12 @@ struct Resolution {
     Status fatal;                // the destination itself is unusable: nothing is copied
 };
 
-Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest);
+// How DEST is read. FollowCp: cp's rules above. ExactTarget: DEST is the name the single source gets, even if a
+// folder of that name exists (that is a conflict, not "into it"); KIO and the GUI's per-file jobs mean that.
+enum class DestinationRule { FollowCp, ExactTarget };
+
+Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest,
+                               DestinationRule rule = DestinationRule::FollowCp);
 
 // "a/b/" -> "a/b"; "/" stays "/". Pure.
 std::string strip_trailing_slashes(const std::string &path);

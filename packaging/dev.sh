@@ -27,7 +27,7 @@ for p in "${packages[@]}"; do
     fi
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+    cmd="apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends ${missing[*]}"
     if [ "$(id -u)" -ne 0 ]; then
         echo "SaneCopy needs these Debian packages: ${missing[*]}" >&2
         echo "Run as root:  apt-get update && $cmd" >&2
@@ -35,7 +35,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
     echo "== installing: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    apt-get -o DPkg::Lock::Timeout=300 update -qq
     # shellcheck disable=SC2086
     $cmd
 fi

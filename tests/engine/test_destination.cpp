@@ -123,3 +123,17 @@ TEST_CASE("dest rules: '.' as a source takes the folder's real name")
     REQUIRE(r.items.size() == 1);
     CHECK(r.items[0].target_name == "photos");
 }
+
+TEST_CASE("dest rules: an exact target never means 'into the folder'")
+{
+    TempDir t;
+    test::write_text_file(t / "a", "1");
+    ::mkdir((t / "name").c_str(), 0755);
+    Resolution r = resolve_destination({t / "a"}, t / "name", DestinationRule::ExactTarget);
+    REQUIRE(r.fatal.ok());
+    REQUIRE(r.items.size() == 1);
+    CHECK(r.items[0].target_dir == t.path());
+    CHECK(r.items[0].target_name == "name");
+    Resolution two = resolve_destination({t / "a", t / "a"}, t / "x", DestinationRule::ExactTarget);
+    CHECK_FALSE(two.fatal.ok());
+}
