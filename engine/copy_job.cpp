@@ -98,6 +98,7 @@ struct BatchFile {
     uint64_t copied = 0;
     SharedDirFd dir;
     std::string dir_display;
+    ConflictPolicy policy = ConflictPolicy::Refuse;
 };
 
 struct FinishedDir {
@@ -120,14 +121,14 @@ private:
     void report_error(Status s, const std::string &path);
     void report_skip(const std::string &path, const std::string &why);
     void report_done(const std::string &source, std::string target, uint64_t bytes);
-    bool stopping() const { return aborted_ || control_.cancel_requested(); }
+    bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
 
-    Status preflight(const std::vector<ItemPlan> &plans);
     void run_item(const ItemPlan &plan);
     void copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCache &src, DirCache &dst,
                     std::vector<FinishedDir> &dirs);
-    void copy_regular(const std::string &source, int src_fd, uint64_t size, const PlanEntry &entry,
-                      const SharedDirFd &dst_dir, const std::string &dst_display, const std::string &name);
+    Status copy_regular(const std::string &source, const SharedDirFd &src_dir, const std::string &name,
+                        const PlanEntry &entry, const SharedDirFd &dst_dir, const std::string &dst_display,
+                        const std::string &dst_name, ConflictPolicy policy);
     void flush_batch();
     void finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs);
     Status sync_dir_now(const SharedDirFd &dir, const std::string &display);
@@ -142,6 +143,7 @@ private:
     DeviceInfo device_;
     JobSummary summary_;
     bool aborted_ = false;
+    bool stopped_by_answer_ = false; // "Cancel" answered to a question
 
     std::vector<BatchFile> batch_;
     uint64_t batch_bytes_ = 0;
@@ -183,76 +185,21 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
     emit(std::move(e));
 }
 
-Status JobRunner::preflight(const std::vector<ItemPlan> &plans)
-{
-    if (!device_.free_bytes)
-        return {}; // unknown (fusefat reports a size of 0): never taken as full
-    // Block-rounded, since every file takes at least one block; metadata is not counted, so this catches the
-    // clear cases up front and ENOSPC mid-copy is still handled.
-    uint64_t needed = 0;
-    for (const auto &plan : plans)
-        for (const auto &e : plan.entries)
-            if (e.kind == EntryKind::File && e.skip_reason.empty())
-                needed += (e.size + 4095) / 4096 * 4096;
-    if (needed <= *device_.free_bytes)
-        return {};
-    auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
-    return Status::from_errno(ENOSPC, "space check", device_.mount_point)
-        .with_detail("not enough space: the copy needs " + mib(needed) + ", " + mib(*device_.free_bytes) + " free");
-}
-
 JobSummary JobRunner::run()
 {
     const double started = monotonic_seconds();
     counters_.state.store(JobState::Running);
-    Resolution res = resolve_destination(spec_.sources, spec_.destination, spec_.rule);
-    for (Status &s : res.errors) {
+    JobPlan plan = plan_job(spec_);
+    for (Status &s : plan.errors) {
         const std::string path = s.path();
         report_error(std::move(s), path);
     }
-    if (!res.fatal.ok()) {
-        report_error(res.fatal, spec_.destination);
-        res.items.clear();
-    }
-
-    std::vector<ItemPlan> plans;
-    for (const CopyItem &item : res.items) {
-        plans.push_back(plan_item(item, [&](Status s) { report_error(std::move(s), item.source); }));
-    }
-
-    if (!plans.empty()) {
-        if (auto probed = probe_device(plans.front().item.target_dir); probed.ok()) {
-            device_ = probed.value();
-        } else {
-            // Without knowing the filesystem, take the mode that is right everywhere.
-            device_.writeback = WritebackMode::ChunkSync;
-        }
-    }
-
-    // Everything that can be said before the first byte is said now.
-    uint64_t total = 0, files = 0;
-    for (ItemPlan &plan : plans) {
-        for (PlanEntry &e : plan.entries) {
-            if (e.kind == EntryKind::Special || !e.skip_reason.empty())
-                continue;
-            const std::string name = split_rel(e.rel).second.empty() ? plan.item.target_name : split_rel(e.rel).second;
-            if (std::string why = name_problem(name, device_.limits); !why.empty())
-                e.skip_reason = why;
-            else if (e.kind == EntryKind::File && e.size > device_.limits.max_file_size)
-                e.skip_reason = "is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)";
-            if (e.kind == EntryKind::File && e.skip_reason.empty()) {
-                total += e.size;
-                ++files;
-            } else if (e.kind == EntryKind::Symlink && e.skip_reason.empty()) {
-                ++files;
-            }
-        }
-    }
-    counters_.total_bytes.store(total);
-    counters_.files_total.store(files);
-
-    if (Status s = preflight(plans); !s.ok()) {
-        report_error(std::move(s), spec_.destination);
+    device_ = plan.device;
+    counters_.total_bytes.store(plan.total_bytes);
+    counters_.files_total.store(plan.files);
+    std::vector<ItemPlan> plans = std::move(plan.items);
+    if (!plan.space.ok()) {
+        report_error(plan.space, spec_.destination);
         plans.clear();
     }
 
@@ -269,7 +216,7 @@ JobSummary JobRunner::run()
         retry_eintr([&] { return sys().syncfs(any_dest_dir_->get()); });
     }
 
-    summary_.cancelled = control_.cancel_requested();
+    summary_.cancelled = control_.cancel_requested() || stopped_by_answer_;
     summary_.aborted = aborted_;
     summary_.seconds = monotonic_seconds() - started;
     counters_.state.store(summary_.cancelled ? JobState::Cancelled
@@ -398,106 +345,135 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
     }
 
     // A regular file: conflicts are settled before its source is even opened.
+    ConflictPolicy policy = spec_.conflict;
     struct stat existing {};
     if (sys().fstatat(dst_dir->get(), dst_name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (spec_.conflict == ConflictPolicy::Skip) {
+        if (spec_.ask_conflict) {
+            ConflictQuestion q;
+            q.source = source;
+            q.target = dst_display + "/" + dst_name;
+            q.source_size = entry.size;
+            q.target_size = uint64_t(existing.st_size);
+            q.target_is_dir = S_ISDIR(existing.st_mode);
+            switch (spec_.ask_conflict(q)) {
+            case ConflictAnswer::Overwrite:
+                policy = ConflictPolicy::Overwrite;
+                break;
+            case ConflictAnswer::Skip:
+                policy = ConflictPolicy::Skip;
+                break;
+            case ConflictAnswer::Rename:
+                policy = ConflictPolicy::Rename;
+                break;
+            case ConflictAnswer::Cancel:
+                stopped_by_answer_ = true;
+                return;
+            }
+        }
+        if (policy == ConflictPolicy::Skip) {
             report_skip(source, "already exists at the destination");
             return;
         }
-        if (spec_.conflict == ConflictPolicy::Refuse) {
+        if (policy == ConflictPolicy::Refuse) {
             report_error(Status::from_errno(EEXIST, "exists", dst_display + "/" + dst_name)
                              .with_detail("already exists; not overwritten (use --overwrite or --skip-existing)"),
                          source);
             return;
         }
-        if (spec_.conflict == ConflictPolicy::Overwrite && S_ISDIR(existing.st_mode)) {
+        if (policy == ConflictPolicy::Overwrite && S_ISDIR(existing.st_mode)) {
             report_error(Status::from_errno(EISDIR, "overwrite", dst_display + "/" + dst_name)
                              .with_detail("is a folder; a file cannot replace it"),
                          source);
             return;
         }
     }
+    for (;;) {
+        Status s = copy_regular(source, src_dir, name, entry, dst_dir, dst_display, dst_name, policy);
+        if (s.ok() || s.err() == ECANCELED)
+            return;
+        if (!spec_.ask_error) {
+            report_error(std::move(s), source);
+            return;
+        }
+        switch (spec_.ask_error(s, source)) {
+        case ErrorAnswer::Retry:
+            continue;
+        case ErrorAnswer::Skip:
+            report_skip(source, s.message());
+            return;
+        case ErrorAnswer::Abort:
+            report_error(std::move(s), source);
+            aborted_ = true;
+            return;
+        }
+    }
+}
+
+Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src_dir, const std::string &name,
+                               const PlanEntry &entry, const SharedDirFd &dst_dir, const std::string &dst_display,
+                               const std::string &dst_name, ConflictPolicy policy)
+{
     // O_NONBLOCK: if the file was swapped for a FIFO since the walk, opening it must not wait for a writer.
     UniqueFd in(retry_eintr([&] {
         return sys().openat(src_dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
                             0);
     }));
-    if (!in) {
-        report_error(Status::from_errno(errno, "open", source), source);
-        return;
-    }
+    if (!in)
+        return Status::from_errno(errno, "open", source);
     struct stat st {};
-    if (sys().fstat(in.get(), &st) < 0) {
-        report_error(Status::from_errno(errno, "stat", source), source);
-        return;
-    }
+    if (sys().fstat(in.get(), &st) < 0)
+        return Status::from_errno(errno, "stat", source);
     if (!S_ISREG(st.st_mode)) {
         report_skip(source, std::string("is a ") + special_kind(st.st_mode) + "; only files, folders and links are copied");
-        return;
+        return {};
     }
     sys().fcntl_setfl(in.get(), O_RDONLY);
     counters_.set_current_file(source);
-    copy_regular(source, in.get(), uint64_t(st.st_size), entry, dst_dir, dst_display, dst_name);
-}
+    const uint64_t size = uint64_t(st.st_size);
 
-void JobRunner::copy_regular(const std::string &source, int src_fd, uint64_t size, const PlanEntry &entry,
-                             const SharedDirFd &dst_dir, const std::string &dst_display, const std::string &name)
-{
     const bool small = size <= spec_.small_file_limit && syncs();
     if (!small)
         flush_batch(); // keeps durability in order and the dirty budget to one of the two at a time
 
-    auto part = PartFile::create(dst_dir, dst_display, name);
-    if (!part.ok()) {
-        report_error(part.status(), source);
-        return;
-    }
+    auto part = PartFile::create(dst_dir, dst_display, dst_name);
+    if (!part.ok())
+        return part.status();
     PartFile &pf = part.value();
     if (!small && syncs()) {
         // Reserve the space now: a full stick is found before the copy, not at 97 %. KEEP_SIZE leaves the
         // file's size growing with its data. Filesystems without fallocate just copy. Small files skip it: the
         // up-front space check covers them, and a syscall each is what makes thousands of them slow.
-        if (sys().fallocate(pf.fd(), FALLOC_FL_KEEP_SIZE, 0, off_t(size)) < 0 && (errno == ENOSPC || errno == EDQUOT)) {
-            report_error(Status::from_errno(errno, "allocate", pf.display_path()), source);
-            return;
-        }
+        if (sys().fallocate(pf.fd(), FALLOC_FL_KEEP_SIZE, 0, off_t(size)) < 0 && (errno == ENOSPC || errno == EDQUOT))
+            return Status::from_errno(errno, "allocate", pf.display_path());
     }
     FileCopyResult copied;
-    Status s = small ? copy_small_file_data(src_fd, pf.fd(), size, session_, counters_, pf.display_path(), copied)
-                     : copy_file_data(src_fd, pf.fd(), size, session_, control_, counters_, pf.display_path(), copied);
+    Status s = small ? copy_small_file_data(in.get(), pf.fd(), size, session_, counters_, pf.display_path(), copied)
+                     : copy_file_data(in.get(), pf.fd(), size, session_, control_, counters_, pf.display_path(), copied);
     if (s)
         s = pf.set_attributes(entry.mode, entry.mtime);
-    if (!s) {
-        if (s.err() != ECANCELED)
-            report_error(std::move(s), source);
-        return; // |part| goes out of scope: the part file is removed
-    }
+    if (!s)
+        return s; // |part| goes out of scope: the part file is removed
     if (small) {
         batch_bytes_ += copied.copied;
-        batch_.push_back({std::move(pf), source, copied.copied, dst_dir, dst_display});
+        batch_.push_back({std::move(pf), source, copied.copied, dst_dir, dst_display, policy});
         if (batch_bytes_ >= spec_.batch_bytes || batch_.size() >= spec_.batch_files)
             flush_batch();
-        return;
+        return {};
     }
     if (syncs()) {
-        if (Status ds = pf.sync_data(); !ds) {
-            report_error(std::move(ds), source);
-            return;
-        }
+        if (Status ds = pf.sync_data(); !ds)
+            return ds;
     }
     session_.count_durable(copied.copied - copied.durable, counters_);
     std::string final_name;
-    if (Status cs = pf.commit(spec_.conflict, &final_name); !cs) {
-        report_error(std::move(cs), source);
-        return;
-    }
+    if (Status cs = pf.commit(policy, &final_name); !cs)
+        return cs;
     if (syncs()) {
-        if (Status ds = sync_dir_now(dst_dir, dst_display); !ds) {
-            report_error(std::move(ds), source);
-            return;
-        }
+        if (Status ds = sync_dir_now(dst_dir, dst_display); !ds)
+            return ds;
     }
     report_done(source, dst_display + "/" + final_name, copied.copied);
+    return {};
 }
 
 Status JobRunner::sync_dir_now(const SharedDirFd &dir, const std::string &display)
@@ -544,7 +520,7 @@ void JobRunner::flush_batch()
     for (BatchFile &f : batch) {
         f.part.close_fd().ignore(); // synced already; the name is what is left to publish
         std::string final_name;
-        if (Status cs = f.part.commit(spec_.conflict, &final_name); !cs) {
+        if (Status cs = f.part.commit(f.policy, &final_name); !cs) {
             report_error(std::move(cs), f.source);
             continue;
         }
@@ -598,6 +574,77 @@ void JobRunner::finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs)
 }
 
 } // namespace
+
+JobPlan plan_job(const JobSpec &spec)
+{
+    JobPlan plan;
+    Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule);
+    plan.errors = std::move(res.errors);
+    if (!res.fatal.ok()) {
+        plan.errors.push_back(res.fatal);
+        return plan;
+    }
+    for (const CopyItem &item : res.items)
+        plan.items.push_back(plan_item(item, [&](Status s) { plan.errors.push_back(std::move(s)); }));
+    if (plan.items.empty())
+        return plan;
+
+    if (auto probed = probe_device(plan.items.front().item.target_dir); probed.ok()) {
+        plan.device = probed.value();
+        plan.device_known = true;
+    } else {
+        // Without knowing the filesystem, take the mode that is right everywhere.
+        plan.device.writeback = WritebackMode::ChunkSync;
+    }
+
+    uint64_t needed = 0;
+    for (ItemPlan &item : plan.items) {
+        for (PlanEntry &e : item.entries) {
+            const std::string source = join(strip_trailing_slashes(item.item.source), e.rel);
+            if (e.skip_reason.empty()) {
+                const std::string name = e.rel.empty() ? item.item.target_name : split_rel(e.rel).second;
+                if (std::string why = name_problem(name, plan.device.limits); !why.empty())
+                    e.skip_reason = why;
+                else if (e.kind == EntryKind::File && e.size > plan.device.limits.max_file_size)
+                    e.skip_reason = "is larger than the destination's filesystem can store in one file "
+                                    "(4 GiB - 1 on FAT32)";
+            }
+            if (!e.skip_reason.empty()) {
+                plan.left_out.emplace_back(source, e.skip_reason);
+                continue;
+            }
+            if (e.kind == EntryKind::File) {
+                plan.total_bytes += e.size;
+                ++plan.files;
+                // Block-rounded, since every file takes at least one block; metadata is not counted, so this
+                // catches the clear cases up front and ENOSPC mid-copy is still handled.
+                needed += (e.size + 4095) / 4096 * 4096;
+            } else if (e.kind == EntryKind::Symlink) {
+                ++plan.files;
+            }
+        }
+    }
+    // Unknown free space (fusefat reports a size of 0) is never taken as full.
+    if (plan.device.free_bytes && needed > *plan.device.free_bytes) {
+        auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+        plan.space = Status::from_errno(ENOSPC, "space check", plan.device.mount_point)
+                         .with_detail("not enough space: the copy needs " + mib(needed) + ", " +
+                                      mib(*plan.device.free_bytes) + " free");
+    }
+    return plan;
+}
+
+std::vector<std::string> JobPlan::problems() const
+{
+    std::vector<std::string> lines;
+    for (const Status &s : errors)
+        lines.push_back(s.message());
+    if (!space.ok())
+        lines.push_back(space.message());
+    for (const auto &[path, why] : left_out)
+        lines.push_back(path + ": " + why);
+    return lines;
+}
 
 JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
                         const JobEventSink &sink)

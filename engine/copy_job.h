@@ -12,6 +12,8 @@
 
 #include "chunk_controller.h"
 #include "destination.h"
+#include "device_probe.h"
+#include "tree_plan.h"
 #include "job_control.h"
 #include "publish.h"
 #include "result.h"
@@ -23,6 +25,21 @@
 
 namespace sanecopy {
 
+// Asked on the job's own thread when a file's target exists and the spec says to ask. The caller may block
+// (the GUI waits for its dialog); the copy waits with it, holding no dirty data.
+struct ConflictQuestion {
+    std::string source;
+    std::string target;
+    uint64_t source_size = 0;
+    uint64_t target_size = 0;
+    bool target_is_dir = false;
+};
+enum class ConflictAnswer { Overwrite, Skip, Rename, Cancel };
+
+// Asked on the job's own thread when copying one file failed. Retry copies the file again from the start;
+// Skip goes on with the next; Abort ends the job.
+enum class ErrorAnswer { Retry, Skip, Abort };
+
 struct JobSpec {
     std::vector<std::string> sources;
     std::string destination;
@@ -32,6 +49,10 @@ struct JobSpec {
     uint64_t batch_bytes = 16 * 1024 * 1024;      // a batch's bytes stay within the dirty budget
     unsigned batch_files = 256;                   // and its descriptors within reason
     ChunkLimits limits;
+    // When set, an existing target asks here instead of applying |conflict|.
+    std::function<ConflictAnswer(const ConflictQuestion &)> ask_conflict;
+    // When set, a file that fails asks here instead of being reported and passed over.
+    std::function<ErrorAnswer(const Status &, const std::string &source)> ask_error;
 };
 
 struct JobEvent {
@@ -56,6 +77,26 @@ struct JobSummary {
 };
 
 using JobEventSink = std::function<void(const JobEvent &)>;
+
+// Everything known before the first byte: what will be copied, onto what, and what will not work.
+struct JobPlan {
+    std::vector<ItemPlan> items;
+    DeviceInfo device;
+    bool device_known = false;
+    uint64_t total_bytes = 0;
+    uint64_t files = 0;
+    std::vector<Status> errors;   // sources that can't be copied at all, or a destination that can't be used
+    Status space;                 // not enough free space (checked where statfs knows it)
+    // (source path, reason) for entries that will be left out: special files, names or sizes the target
+    // filesystem refuses.
+    std::vector<std::pair<std::string, std::string>> left_out;
+
+    // One line per problem, for a user to read before deciding to start.
+    std::vector<std::string> problems() const;
+};
+
+// Resolves, walks and probes; writes nothing. Safe to call from any thread.
+JobPlan plan_job(const JobSpec &spec);
 
 // Runs the job to its end. Events arrive on this thread, in order; Done comes last.
 JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,

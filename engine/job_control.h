@@ -56,6 +56,7 @@ struct ProgressCounters {
     std::atomic<uint64_t> files_done{0};
     std::atomic<uint64_t> files_total{0};
     std::atomic<double> device_rate{0};      // EWMA of durable bytes/s
+    std::atomic<int64_t> own_dirty_bytes{-1}; // this copy's dirty + writeback pages (cachestat); -1: unknown
     std::atomic<JobState> state{JobState::Queued};
 
     void set_current_file(std::string path)

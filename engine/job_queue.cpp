@@ -46,6 +46,7 @@ ProgressSnapshot Job::snapshot() const
     s.files_total = counters_.files_total.load();
     s.current_file = counters_.current_file();
     s.device_bytes_per_sec = counters_.device_rate.load();
+    s.own_dirty_bytes = counters_.own_dirty_bytes.load();
     s.eta_seconds = eta_seconds(s.total_bytes > s.durable_bytes ? s.total_bytes - s.durable_bytes : 0,
                                 s.device_bytes_per_sec);
     s.elapsed_seconds = started_ > 0 ? monotonic_seconds() - started_ : 0;

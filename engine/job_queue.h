@@ -32,6 +32,7 @@ struct ProgressSnapshot {
     uint64_t files_total = 0;
     std::string current_file;
     double device_bytes_per_sec = 0;
+    int64_t own_dirty_bytes = -1; // -1: unknown (no cachestat, or nothing written yet)
     double eta_seconds = -1; // unknown
     double elapsed_seconds = 0;
 };

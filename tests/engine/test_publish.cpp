@@ -191,3 +191,77 @@ TEST_CASE("file to file: Overwrite replaces only after the new data is durable")
     CHECK(fs.log[0] == "fdatasync");
     CHECK(fs.log[1] == "rename dst");
 }
+
+TEST_CASE("file to file: asking about a conflict applies the answer to that file")
+{
+    TempDir t;
+    write_text_file(t / "src", "new");
+    write_text_file(t / "dst", "old");
+    std::vector<ConflictQuestion> asked;
+    for (auto answer : {ConflictAnswer::Skip, ConflictAnswer::Rename, ConflictAnswer::Overwrite}) {
+        JobSpec spec = spec_of({t / "src"}, t / "dst");
+        spec.ask_conflict = [&](const ConflictQuestion &q) {
+            asked.push_back(q);
+            return answer;
+        };
+        JobRun run = run_job(spec);
+        CHECK(run.summary.errors == 0);
+    }
+    REQUIRE(asked.size() == 3);
+    CHECK(asked[0].target == t / "dst");
+    CHECK(asked[0].source_size == 3);
+    CHECK(read_file(t / "dst (1)") == "new"); // Rename
+    CHECK(read_file(t / "dst") == "new");     // then Overwrite
+}
+
+TEST_CASE("file to file: Cancel as the answer to a conflict ends the job with nothing written")
+{
+    TempDir t;
+    write_text_file(t / "src", "new");
+    write_text_file(t / "dst", "old");
+    JobSpec spec = spec_of({t / "src"}, t / "dst");
+    spec.ask_conflict = [](const ConflictQuestion &) { return ConflictAnswer::Cancel; };
+    JobRun run = run_job(spec);
+    CHECK(run.summary.cancelled);
+    CHECK(read_file(t / "dst") == "old");
+    CHECK(list_tree(t.path()) == ".\tdir\ndst\tfile\t3\nsrc\tfile\t3\n");
+}
+
+TEST_CASE("file to file: Retry after a failed file copies it again from the start")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 4 * 1024 * 1024);
+    FaultSyscalls fs;
+    fs.data_errno = EIO;
+    fs.fail_after_bytes = 1024 * 1024;
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "src"}, t / "dst");
+    int asked = 0;
+    spec.ask_error = [&](const Status &s, const std::string &source) {
+        ++asked;
+        CHECK(s.err() == EIO);
+        CHECK(source == t / "src");
+        fs.data_errno = 0; // the user plugged the stick back in
+        return ErrorAnswer::Retry;
+    };
+    JobRun run = run_job(spec);
+    CHECK(asked == 1);
+    CHECK(run.summary.ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("file to file: Skip after a failed file reports it and leaves nothing")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 4 * 1024 * 1024);
+    FaultSyscalls fs;
+    fs.data_errno = EIO;
+    fs.fail_after_bytes = 1024 * 1024;
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "src"}, t / "dst");
+    spec.ask_error = [](const Status &, const std::string &) { return ErrorAnswer::Skip; };
+    JobRun run = run_job(spec);
+    CHECK(run.count(JobEvent::Kind::Skipped) == 1);
+    CHECK_FALSE(exists(t / "dst"));
+    CHECK_FALSE(exists(t / ".dst.part"));
+}

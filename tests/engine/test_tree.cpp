@@ -217,3 +217,22 @@ TEST_CASE("folder to folder: cancel before the first byte leaves nothing behind"
     CHECK(run.summary.cancelled);
     CHECK(list_tree(t / "out") == ".\tdir\n");
 }
+
+TEST_CASE("plan: problems are known before the first byte, and nothing is written")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    write_pattern_file(t / "tree/a", 10000);
+    REQUIRE(::mkfifo((t / "tree/pipe").c_str(), 0644) == 0);
+    mkdir_p(t / "out");
+    JobPlan plan = plan_job(spec_of({t / "tree", t / "missing"}, t / "out"));
+    CHECK(plan.files == 1);
+    CHECK(plan.total_bytes == 10000);
+    CHECK(plan.device_known);
+    REQUIRE(plan.errors.size() == 1);
+    CHECK(plan.errors[0].err() == ENOENT);
+    REQUIRE(plan.left_out.size() == 1);
+    CHECK(plan.left_out[0].first == t / "tree/pipe");
+    CHECK(plan.problems().size() == 2);
+    CHECK(list_tree(t / "out") == ".\tdir\n");
+}
