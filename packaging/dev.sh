@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Set-up for a fresh Debian 12: installs the Debian packages that are missing, builds, then
-#   dev.sh run [SOURCE... DEST]   starts SaneCopy (sanecp on a demo file when no paths are given)
+#   dev.sh run [FILE...]          starts the SaneCopy window (without a display: sanecp, on a demo file
+#                                 when no SOURCE... DEST is given)
 #   dev.sh test                   runs every test (ctest)
 # Safe to run again: apt is only called for packages that are not installed yet. As non-root it prints the
 # apt command to run instead.
@@ -13,10 +14,12 @@ build=${SANECOPY_BUILD_DIR:-$here/build}
 mode=${1:-run}
 [ $# -gt 0 ] && shift
 
-# What the build, the tests and the benchmark need. --no-install-recommends keeps it to ~70 MB.
+# What the build, the tests and the benchmark need, with --no-install-recommends. libqt6opengl6-dev is only
+# recommended by qt6-base-dev, yet Qt6's CMake configs fail without it.
 packages=(
     g++ cmake ninja-build pkg-config
     catch2 libcli11-dev libxxhash-dev
+    qt6-base-dev libqt6opengl6-dev fonts-dejavu-core
     python3 util-linux mount e2fsprogs rsync
 )
 
@@ -46,6 +49,11 @@ cmake --build "$build"
 
 case "$mode" in
 run)
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [ -x "$build/app/sanecopy" ]; then
+        # The GUI; with FILEs it opens with them queued and asks where to copy them.
+        exec "$build/app/sanecopy" "$@"
+    fi
+    echo "== no display: running the command-line sanecp instead of the window"
     if [ $# -ge 2 ]; then
         exec "$build/app/sanecp" "$@"
     fi

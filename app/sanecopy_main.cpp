@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// sanecopy [--to DEST] [FILE...]: the GUI.
+#include "CommandLine.h"
+#include "MainWindow.h"
+
+#include <QApplication>
+#include <QDir>
+#include <cstdio>
+
+int main(int argc, char **argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("SaneCopy"));
+    QApplication::setApplicationVersion(QStringLiteral(SANECOPY_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("io.github.sanecopy.SaneCopy"));
+    QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.sanecopy.SaneCopy")));
+
+    const QStringList args = QApplication::arguments();
+    if (args.contains(QLatin1String("--help")) || args.contains(QLatin1String("-h"))) {
+        std::printf("Usage: sanecopy [--to DEST] [FILE...]\n"
+                    "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
+                    "  --to DEST   start copying FILEs into DEST at once\n"
+                    "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n");
+        return 0;
+    }
+    const SaneCopy::CommandLine cmd = SaneCopy::parseCommandLine(args, QDir::currentPath());
+    if (!cmd.error.isEmpty()) {
+        std::fprintf(stderr, "sanecopy: %s\n", qPrintable(cmd.error));
+        return 2;
+    }
+    SaneCopy::MainWindow window;
+    window.show();
+    window.applyCommandLine(cmd);
+    return QApplication::exec();
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "DurableProgressBar.h"
+
+#include <QStandardPaths>
+#include <QTest>
+
+using namespace SaneCopy;
+
+class TestDurableProgressBar : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void fractionsAreClampedAndOrdered()
+    {
+        DurableProgressBar bar;
+        bar.setFractions(0.5, 0.2); // written can never be behind durable
+        QCOMPARE(bar.durable(), 0.5);
+        QCOMPARE(bar.written(), 0.5);
+        bar.setFractions(-1, 7);
+        QCOMPARE(bar.durable(), 0.0);
+        QCOMPARE(bar.written(), 1.0);
+    }
+
+    void drawsTwoShades()
+    {
+        DurableProgressBar bar;
+        bar.resize(200, 20);
+        bar.setFractions(0.25, 0.75);
+        const QImage img = bar.grab().toImage();
+        const QColor solid = img.pixelColor(20, 2);   // inside the durable part
+        const QColor light = img.pixelColor(140, 2);  // handed over, not yet on the device
+        const QColor empty = img.pixelColor(190, 2);
+        QVERIFY(solid != light);
+        QVERIFY(light != empty);
+        QVERIFY(solid != empty);
+    }
+};
+
+QTEST_MAIN(TestDurableProgressBar)
+#include "TestDurableProgressBar.moc"

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// JobModel fed as the engine feeds it, through the same slots, without an engine.
+#include "JobModel.h"
+#include "job_control.h"
+
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+
+using namespace SaneCopy;
+using sanecopy::JobState;
+
+class TestJobModel : public QObject {
+    Q_OBJECT
+private:
+    static JobProgress progress(quint64 id, JobState state, qint64 total, qint64 durable, qint64 written, double rate = 0,
+                                double eta = -1)
+    {
+        JobProgress p;
+        p.jobId = id;
+        p.state = int(state);
+        p.totalBytes = total;
+        p.durableBytes = durable;
+        p.writtenBytes = written;
+        p.deviceRate = rate;
+        p.etaSeconds = eta;
+        p.filesTotal = 1;
+        return p;
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void progressUpdatesTheRow()
+    {
+        JobModel model;
+        model.addJob(7, QStringLiteral("movie.mkv → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        QSignalSpy changed(&model, &JobModel::dataChanged);
+        model.onProgress(progress(7, JobState::Running, 1000, 250, 400, 40e6, 12));
+        QCOMPARE(changed.count(), 1);
+        const QModelIndex i = model.index(0);
+        QCOMPARE(i.data(JobModel::DurableFractionRole).toDouble(), 0.25);
+        QCOMPARE(i.data(JobModel::WrittenFractionRole).toDouble(), 0.4);
+        QCOMPARE(i.data(JobModel::RateRole).toDouble(), 40e6);
+        const QString status = i.data(JobModel::StatusRole).toString();
+        QVERIFY2(status.contains(QStringLiteral("40 MB/s")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("12 s")), qPrintable(status));
+        QVERIFY(!i.data(JobModel::SafeToUnplugRole).toBool());
+    }
+
+    void fullCountIsNotHundredPercentBeforeTheEnd_data()
+    {
+        QTest::addColumn<bool>("finished");
+        QTest::addColumn<double>("fraction");
+        QTest::newRow("all bytes durable, final sync pending") << false << 0.999;
+        QTest::newRow("finished") << true << 1.0;
+    }
+    // regression: a bar at 100 % while the final fdatasync still runs is the lie SaneCopy exists to end
+    void fullCountIsNotHundredPercentBeforeTheEnd()
+    {
+        QFETCH(bool, finished);
+        QFETCH(double, fraction);
+        JobModel model;
+        model.addJob(1, QStringLiteral("a"), QStringLiteral("/d"), {}, {}, false);
+        model.onProgress(progress(1, JobState::Running, 100, 100, 100));
+        if (finished)
+            model.onFinished(1, true, false, 100, 1, 0);
+        QCOMPARE(model.index(0).data(JobModel::DurableFractionRole).toDouble(), fraction);
+    }
+
+    void finishedOnRemovableSaysSafeToUnplug()
+    {
+        JobModel model;
+        model.addJob(3, QStringLiteral("x"), QStringLiteral("/media/S"), QStringLiteral("/media/S"), QStringLiteral("sdc1"), true);
+        model.onProgress(progress(3, JobState::Running, 10, 10, 10));
+        model.onFinished(3, true, false, 10, 1, 0);
+        const QModelIndex i = model.index(0);
+        QVERIFY(i.data(JobModel::SafeToUnplugRole).toBool());
+        QVERIFY(i.data(JobModel::CanEjectRole).toBool());
+        QVERIFY(i.data(JobModel::StatusRole).toString().contains(QStringLiteral("Safe to unplug")));
+    }
+
+    void cancelledSaysNothingIsLeftToWrite()
+    {
+        JobModel model;
+        model.addJob(4, QStringLiteral("x"), QStringLiteral("/d"), {}, {}, false);
+        model.onFinished(4, false, true, 0, 0, 0);
+        const QModelIndex i = model.index(0);
+        QVERIFY(!i.data(JobModel::SafeToUnplugRole).toBool());
+        QVERIFY(i.data(JobModel::StatusRole).toString().contains(QStringLiteral("nothing left to write")));
+        QCOMPARE(JobState(i.data(JobModel::StateRole).toInt()), JobState::Cancelled);
+    }
+
+    void problemsAreCollectedPerJob()
+    {
+        JobModel model;
+        model.addJob(5, QStringLiteral("a"), QStringLiteral("/d"), {}, {}, false);
+        model.addJob(6, QStringLiteral("b"), QStringLiteral("/d"), {}, {}, false);
+        model.onSkipped(5, QStringLiteral("/s/pipe"), QStringLiteral("/s/pipe: is a FIFO"));
+        model.onFailed(6, QStringLiteral("/s/x"), QStringLiteral("/s/x: Input/output error"));
+        QCOMPARE(model.index(0).data(JobModel::ProblemsRole).toStringList().size(), 1);
+        QCOMPARE(model.index(1).data(JobModel::ProblemsRole).toStringList(),
+                 QStringList{QStringLiteral("/s/x: Input/output error")});
+    }
+
+    void chartSumsCoverAllJobs()
+    {
+        JobModel model;
+        model.addJob(1, QStringLiteral("a"), QStringLiteral("/d"), {}, {}, false);
+        model.addJob(2, QStringLiteral("b"), QStringLiteral("/e"), {}, {}, false);
+        model.onProgress(progress(1, JobState::Running, 100, 30, 50));
+        model.onProgress(progress(2, JobState::Running, 100, 20, 25));
+        QCOMPARE(model.totalDurableBytes(), qint64(50));
+        QCOMPARE(model.totalWrittenBytes(), qint64(75));
+        QVERIFY(model.anyRunning());
+    }
+};
+
+QTEST_MAIN(TestJobModel)
+#include "TestJobModel.moc"

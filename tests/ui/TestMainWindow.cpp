@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The whole window, offscreen: command-line flows, a real copy through the GUI code path, and the queue rows.
+#include "CommandLine.h"
+#include "DestinationPicker.h"
+#include "JobModel.h"
+#include "MainWindow.h"
+#include "QueueView.h"
+#include "QuestionDialogs.h"
+#include <QCheckBox>
+#include <QToolButton>
+#include "SourceDropArea.h"
+#include "DurableProgressBar.h"
+
+#include <QFile>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QStandardPaths>
+#include <QTest>
+
+using namespace SaneCopy;
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void filesWithoutDestinationAreQueuedAndAsk()
+    {
+        MainWindow w;
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        CommandLine cmd;
+        cmd.files = {QStringLiteral("/var/tmp/a.iso"), QStringLiteral("/var/tmp/b")};
+        w.applyCommandLine(cmd);
+        QCOMPARE(w.sourceArea()->sources(), cmd.files);
+        QCOMPARE(w.model()->rowCount(), 0); // nothing starts before a destination is chosen
+        QVERIFY(w.hint()->text().contains(QStringLiteral("Choose where to copy 2 items")));
+    }
+
+    void destinationOnTheCommandLineStartsAtOnce()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir(dir.path()).mkdir(QStringLiteral("out"));
+        QFile f(dir.filePath(QStringLiteral("movie.mkv")));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(3 << 20, 'm'));
+        f.close();
+        MainWindow w;
+        w.show();
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        CommandLine cmd;
+        cmd.files = {f.fileName()};
+        cmd.destination = dir.filePath(QStringLiteral("out"));
+        w.applyCommandLine(cmd);
+        QVERIFY(queued.wait(10000));
+        QCOMPARE(w.model()->rowCount(), 1);
+        const QModelIndex row = w.model()->index(0);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QCOMPARE(w.model()->index(0).data(JobModel::DurableFractionRole).toDouble(), 1.0);
+        QVERIFY(row.data(JobModel::TitleRole).toString().contains(QStringLiteral("movie.mkv")));
+        QFile copy(dir.filePath(QStringLiteral("out/movie.mkv")));
+        QVERIFY(copy.open(QIODevice::ReadOnly));
+        QCOMPARE(copy.readAll(), QByteArray(3 << 20, 'm'));
+        // The row shows the finished state: full bar, no pause or cancel any more.
+        JobRow *jobRow = w.queueView()->rowFor(w.model()->jobIdAt(0));
+        QVERIFY(jobRow);
+        QCOMPARE(jobRow->bar()->durable(), 1.0);
+        QVERIFY(!jobRow->pauseButton()->isVisible());
+        QVERIFY(!jobRow->cancelButton()->isVisible());
+    }
+
+    void problemsAreShownBeforeTheFirstByte()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir(dir.path()).mkdir(QStringLiteral("out"));
+        MainWindow w;
+        w.show();
+        QSignalSpy problems(&w, &MainWindow::problemsShown);
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        w.sourceArea()->addSources({dir.filePath(QStringLiteral("does-not-exist"))});
+        w.destinationPicker()->setDestination(dir.filePath(QStringLiteral("out")));
+        w.startCopy();
+        QVERIFY(problems.wait(10000));
+        QVERIFY(problems.first().first().toStringList().first().contains(QStringLiteral("does-not-exist")));
+        QCOMPARE(queued.count(), 0);
+        // The dialog offers no "copy the rest": there is nothing to copy. Closing it queues nothing.
+        auto *box = w.findChild<QMessageBox *>();
+        QVERIFY(box);
+        box->reject();
+        QCOMPARE(queued.count(), 0);
+        QVERIFY(QDir(dir.filePath(QStringLiteral("out"))).isEmpty());
+    }
+
+    void conflictDialogAppliesToAll()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir d(dir.path());
+        d.mkpath(QStringLiteral("src/tree"));
+        d.mkpath(QStringLiteral("out/tree"));
+        for (const char *name : {"a", "b", "c"}) {
+            for (const QString &where : {QStringLiteral("src/tree/"), QStringLiteral("out/tree/")}) {
+                QFile f(dir.filePath(where + QLatin1String(name)));
+                QVERIFY(f.open(QIODevice::WriteOnly));
+                f.write(where.startsWith(QLatin1String("src")) ? "new" : "old");
+            }
+        }
+        MainWindow w;
+        w.show();
+        int dialogs = 0;
+        connect(w.questions(), &QuestionDialogs::dialogShown, this, [&](QMessageBox *box) {
+            ++dialogs;
+            box->checkBox()->setChecked(true);
+            for (QAbstractButton *b : box->buttons())
+                if (b->text().contains(QStringLiteral("Overwrite")))
+                    b->click();
+        });
+        CommandLine cmd;
+        cmd.files = {dir.filePath(QStringLiteral("src/tree"))};
+        cmd.destination = dir.filePath(QStringLiteral("out"));
+        w.applyCommandLine(cmd);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowCount() == 1 && w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QCOMPARE(dialogs, 1); // asked once, applied to all three
+        for (const char *name : {"a", "b", "c"}) {
+            QFile f(dir.filePath(QStringLiteral("out/tree/") + QLatin1String(name)));
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QCOMPARE(f.readAll(), QByteArray("new"));
+        }
+    }
+
+    void rendersOffscreen()
+    {
+        MainWindow w;
+        w.resize(900, 700);
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        const QImage img = w.grab().toImage();
+        QCOMPARE(img.size(), QSize(900, 700) * img.devicePixelRatio());
+        QVERIFY(w.copyButton()->isVisible());
+        QVERIFY(!w.copyButton()->isEnabled()); // nothing to copy yet
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "TestMainWindow.moc"

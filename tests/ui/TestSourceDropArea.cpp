@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "SourceDropArea.h"
+
+#include <QMimeData>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTest>
+#include <QUrl>
+
+using namespace SaneCopy;
+
+class TestSourceDropArea : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void uriListFromAFileManagerGivesLocalPaths()
+    {
+        QMimeData mime;
+        // What Dolphin puts on a drag: text/uri-list, percent-encoded, CRLF-separated.
+        mime.setData(QStringLiteral("text/uri-list"),
+                     "file:///home/me/My%20Videos/holiday.mkv\r\nfile:///home/me/photos\r\nsmb://server/share/x\r\n");
+        const QStringList paths = SourceDropArea::localPaths(&mime);
+        QCOMPARE(paths, (QStringList{QStringLiteral("/home/me/My Videos/holiday.mkv"), QStringLiteral("/home/me/photos")}));
+    }
+
+    void dropAddsSourcesOnceEach()
+    {
+        SourceDropArea area;
+        QSignalSpy spy(&area, &SourceDropArea::sourcesChanged);
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(QStringLiteral("/tmp/a")), QUrl::fromLocalFile(QStringLiteral("/tmp/b"))});
+        QVERIFY(area.addDropped(&mime));
+        QCOMPARE(area.sources(), (QStringList{QStringLiteral("/tmp/a"), QStringLiteral("/tmp/b")}));
+        QCOMPARE(spy.count(), 1);
+        area.addSources({QStringLiteral("/tmp/a")}); // already there
+        QCOMPARE(spy.count(), 1);
+        QCOMPARE(area.sources().size(), 2);
+    }
+
+    void nonFileDropIsIgnored()
+    {
+        SourceDropArea area;
+        QMimeData mime;
+        mime.setText(QStringLiteral("just text"));
+        QDragEnterEvent enter(QPoint(5, 5), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&area, &enter);
+        QVERIFY(!enter.isAccepted());
+        QVERIFY(area.sources().isEmpty());
+    }
+};
+
+QTEST_MAIN(TestSourceDropArea)
+#include "TestSourceDropArea.moc"

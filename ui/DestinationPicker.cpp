@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "DestinationPicker.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QIcon>
+#include <QToolButton>
+
+namespace SaneCopy {
+
+namespace {
+enum Kind { DeviceEntry, FolderEntry, ChooseEntry };
+}
+
+DestinationPicker::DestinationPicker(QWidget *parent) : QWidget(parent)
+{
+    auto *layout = new QHBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    combo_ = new QComboBox(this);
+    combo_->setAccessibleName(tr("Destination"));
+    combo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    combo_->setMinimumContentsLength(30);
+    layout->addWidget(combo_, 1);
+    auto *refresh = new QToolButton(this);
+    refresh->setIcon(QIcon::fromTheme(QStringLiteral("view-refresh")));
+    refresh->setText(tr("Refresh"));
+    refresh->setToolTip(tr("Look for devices again"));
+    layout->addWidget(refresh);
+    connect(refresh, &QToolButton::clicked, this, &DestinationPicker::refreshDevices);
+    connect(combo_, &QComboBox::activated, this, [this](int index) {
+        if (combo_->itemData(index, Qt::UserRole + 1).toInt() == ChooseEntry) {
+            const QString dir = QFileDialog::getExistingDirectory(this, tr("Copy into"), destination());
+            if (!dir.isEmpty())
+                setDestination(dir);
+            else
+                combo_->setCurrentIndex(0);
+        } else {
+            userChose_ = true;
+        }
+        Q_EMIT destinationChanged(destination());
+    });
+    rebuild();
+}
+
+QString DestinationPicker::destination() const
+{
+    const int kind = combo_->currentData(Qt::UserRole + 1).toInt();
+    return kind == ChooseEntry ? QString() : combo_->currentData().toString();
+}
+
+void DestinationPicker::setDestination(const QString &folder)
+{
+    userChose_ = true;
+    for (const Device &d : devices_) {
+        if (d.mountPoint == folder) {
+            combo_->setCurrentIndex(combo_->findData(folder));
+            return;
+        }
+    }
+    custom_ = folder;
+    rebuild();
+    combo_->setCurrentIndex(combo_->findData(folder));
+}
+
+void DestinationPicker::setDevices(const QList<Device> &devices)
+{
+    devices_ = devices;
+    rebuild();
+}
+
+void DestinationPicker::refreshDevices() { setDevices(currentRemovableDevices()); }
+
+void DestinationPicker::rebuild()
+{
+    const QString current = combo_->count() ? destination() : QString();
+    combo_->clear();
+    for (const Device &d : devices_) {
+        combo_->addItem(QIcon::fromTheme(QStringLiteral("drive-removable-media-usb")), d.describe(), d.mountPoint);
+        combo_->setItemData(combo_->count() - 1, DeviceEntry, Qt::UserRole + 1);
+    }
+    if (!custom_.isEmpty() && combo_->findData(custom_) < 0) {
+        combo_->addItem(QIcon::fromTheme(QStringLiteral("folder")), custom_, custom_);
+        combo_->setItemData(combo_->count() - 1, FolderEntry, Qt::UserRole + 1);
+    }
+    const QString home = QDir::homePath();
+    if (combo_->findData(home) < 0) {
+        combo_->addItem(QIcon::fromTheme(QStringLiteral("user-home")), tr("Home folder (%1)").arg(home), home);
+        combo_->setItemData(combo_->count() - 1, FolderEntry, Qt::UserRole + 1);
+    }
+    combo_->addItem(QIcon::fromTheme(QStringLiteral("folder-open")), tr("Choose a folder…"), QString());
+    combo_->setItemData(combo_->count() - 1, ChooseEntry, Qt::UserRole + 1);
+    // A folder the user chose stays chosen; otherwise the first device (a stick just plugged in) is the
+    // likeliest destination.
+    const int keep = userChose_ && !current.isEmpty() ? combo_->findData(current) : -1;
+    combo_->setCurrentIndex(keep >= 0 ? keep : 0);
+}
+
+} // namespace SaneCopy

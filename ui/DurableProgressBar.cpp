@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "DurableProgressBar.h"
+
+#include <QPainter>
+#include <QPainterPath>
+#include <QStyleOption>
+#include <algorithm>
+#include <cmath>
+
+namespace SaneCopy {
+
+DurableProgressBar::DurableProgressBar(QWidget *parent) : QWidget(parent)
+{
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    setAccessibleName(tr("Progress on the device"));
+}
+
+void DurableProgressBar::setFractions(double durable, double written)
+{
+    durable = std::clamp(durable, 0.0, 1.0);
+    written = std::clamp(std::max(written, durable), 0.0, 1.0);
+    if (durable == durable_ && written == written_)
+        return;
+    durable_ = durable;
+    written_ = written;
+    setAccessibleDescription(tr("%1 % on the device").arg(int(std::floor(durable_ * 100))));
+    update();
+}
+
+QSize DurableProgressBar::sizeHint() const { return {240, fontMetrics().height() + 8}; }
+QSize DurableProgressBar::minimumSizeHint() const { return {60, fontMetrics().height() + 4}; }
+
+void DurableProgressBar::paintEvent(QPaintEvent *)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    const QRectF r = QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5);
+    const qreal radius = 3;
+    const QPalette &pal = palette();
+    QPainterPath frame;
+    frame.addRoundedRect(r, radius, radius);
+    p.fillPath(frame, pal.color(QPalette::Base));
+    p.setClipPath(frame);
+    const QColor solid = pal.color(QPalette::Highlight);
+    QColor light = solid;
+    light.setAlphaF(0.35);
+    p.fillRect(QRectF(r.left(), r.top(), r.width() * written_, r.height()), light);
+    p.fillRect(QRectF(r.left(), r.top(), r.width() * durable_, r.height()), solid);
+    p.setClipping(false);
+    p.setPen(pal.color(QPalette::Mid));
+    p.drawPath(frame);
+    // The percentage is of durable bytes, drawn in a colour that reads on both segments.
+    const QString text = QStringLiteral("%1 %").arg(int(std::floor(durable_ * 100)));
+    p.setPen(durable_ > 0.5 ? pal.color(QPalette::HighlightedText) : pal.color(QPalette::Text));
+    p.drawText(rect(), Qt::AlignCenter, text);
+}
+
+} // namespace SaneCopy

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// A progress bar with two segments: bytes on the device (solid), and bytes handed to the kernel but not yet on
+// the device (lighter). QProgressBar has one value only, and the gap between the two is what SaneCopy is about.
+#pragma once
+
+#include <QWidget>
+
+namespace SaneCopy {
+
+class DurableProgressBar : public QWidget {
+    Q_OBJECT
+public:
+    explicit DurableProgressBar(QWidget *parent = nullptr);
+
+    void setFractions(double durable, double written);
+    double durable() const { return durable_; }
+    double written() const { return written_; }
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent *) override;
+
+private:
+    double durable_ = 0;
+    double written_ = 0;
+};
+
+} // namespace SaneCopy

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "EngineBridge.h"
+
+#include <QCoreApplication>
+#include <QMetaObject>
+#include <QPointer>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace SaneCopy {
+
+struct EngineBridge::Pending {
+    std::promise<int> promise;
+    std::once_flag once;
+    void answer(int value)
+    {
+        std::call_once(once, [&] { promise.set_value(value); });
+    }
+};
+
+namespace {
+JobProgress toProgress(const sanecopy::ProgressSnapshot &s)
+{
+    JobProgress p;
+    p.jobId = s.job_id;
+    p.state = int(s.state);
+    p.totalBytes = qint64(s.total_bytes);
+    p.durableBytes = qint64(s.durable_bytes);
+    p.writtenBytes = qint64(s.written_bytes);
+    p.filesDone = qint64(s.files_done);
+    p.filesTotal = qint64(s.files_total);
+    p.currentFile = QString::fromStdString(s.current_file);
+    p.deviceRate = s.device_bytes_per_sec;
+    p.etaSeconds = s.eta_seconds;
+    p.ownDirtyBytes = s.own_dirty_bytes;
+    return p;
+}
+
+QString qs(const std::string &s) { return QString::fromStdString(s); }
+} // namespace
+
+// Lives on the engine's threads; everything it learns is posted to the bridge's thread.
+class EngineBridge::Observer : public sanecopy::JobObserver {
+public:
+    explicit Observer(EngineBridge *bridge) : bridge_(bridge) {}
+
+    void on_progress(const sanecopy::ProgressSnapshot &s) override
+    {
+        post([p = toProgress(s)](EngineBridge *b) { Q_EMIT b->progress(p); });
+    }
+    void on_event(uint64_t jobId, const sanecopy::JobEvent &e) override
+    {
+        using K = sanecopy::JobEvent::Kind;
+        const QString source = qs(e.path), target = qs(e.target), message = qs(e.message);
+        switch (e.kind) {
+        case K::FileDone:
+            post([=](EngineBridge *b) { Q_EMIT b->fileDone(jobId, source, target); });
+            break;
+        case K::Skipped:
+            post([=](EngineBridge *b) { Q_EMIT b->skipped(jobId, source, message); });
+            break;
+        case K::Error:
+            post([=](EngineBridge *b) { Q_EMIT b->failed(jobId, source, message); });
+            break;
+        case K::Done:
+            break;
+        }
+    }
+    void on_finished(uint64_t jobId, const sanecopy::JobSummary &s) override
+    {
+        post([=](EngineBridge *b) {
+            Q_EMIT b->finished(jobId, s.ok(), s.cancelled, qint64(s.bytes), qint64(s.files_copied), qint64(s.errors));
+        });
+    }
+
+private:
+    template <typename Fn>
+    void post(Fn fn)
+    {
+        QPointer<EngineBridge> guard(bridge_);
+        QMetaObject::invokeMethod(
+            bridge_,
+            [guard, fn] {
+                if (guard)
+                    fn(guard.data());
+            },
+            Qt::QueuedConnection);
+    }
+    EngineBridge *bridge_;
+};
+
+EngineBridge::EngineBridge(QObject *parent, double tickSeconds)
+    : QObject(parent), queue_(std::make_unique<sanecopy::JobQueue>(tickSeconds))
+{
+    qRegisterMetaType<SaneCopy::JobProgress>();
+}
+
+EngineBridge::~EngineBridge()
+{
+    // Unblock any job waiting for an answer before the queue cancels and joins them.
+    for (auto &p : pending_)
+        p->answer(-1);
+    queue_.reset();
+}
+
+int EngineBridge::ask(std::function<void(quint64)> post, int answerIfGone)
+{
+    auto pending = std::make_shared<Pending>();
+    std::future<int> answer = pending->promise.get_future();
+    QPointer<EngineBridge> guard(this);
+    QMetaObject::invokeMethod(
+        this,
+        [guard, pending, post] {
+            if (!guard) {
+                pending->answer(-1);
+                return;
+            }
+            const quint64 id = guard->nextQuestion_++;
+            guard->pending_.insert(id, pending);
+            post(id);
+        },
+        Qt::QueuedConnection);
+    const int value = answer.get();
+    return value < 0 ? answerIfGone : value;
+}
+
+quint64 EngineBridge::submit(const Options &options)
+{
+    sanecopy::JobSpec spec;
+    for (const QString &s : options.sources)
+        spec.sources.push_back(s.toStdString());
+    spec.destination = options.destination.toStdString();
+    spec.conflict = sanecopy::ConflictPolicy(options.conflict);
+
+    // The job's id is known only after submit; the callbacks read it from here.
+    auto jobIdBox = std::make_shared<std::atomic<quint64>>(0);
+    if (options.askOnConflict) {
+        spec.ask_conflict = [this, jobIdBox](const sanecopy::ConflictQuestion &q) {
+            const quint64 job = jobIdBox->load();
+            const QString source = qs(q.source), target = qs(q.target);
+            const qint64 ss = qint64(q.source_size), ts = qint64(q.target_size);
+            const bool dir = q.target_is_dir;
+            return sanecopy::ConflictAnswer(ask(
+                [this, job, source, target, ss, ts, dir](quint64 id) {
+                    Q_EMIT conflictAsked(job, id, source, target, ss, ts, dir);
+                },
+                int(sanecopy::ConflictAnswer::Cancel)));
+        };
+    }
+    if (options.askOnError) {
+        spec.ask_error = [this, jobIdBox](const sanecopy::Status &s, const std::string &source) {
+            const quint64 job = jobIdBox->load();
+            const QString src = qs(source), message = qs(s.message());
+            return sanecopy::ErrorAnswer(ask(
+                [this, job, src, message](quint64 id) { Q_EMIT errorAsked(job, id, src, message); },
+                int(sanecopy::ErrorAnswer::Abort)));
+        };
+    }
+    auto job = queue_->submit(std::move(spec), std::make_shared<Observer>(this));
+    jobIdBox->store(job->id());
+    jobs_.insert(job->id(), job);
+    return job->id();
+}
+
+void EngineBridge::pause(quint64 jobId)
+{
+    if (auto job = jobs_.value(jobId))
+        job->pause();
+}
+
+void EngineBridge::resume(quint64 jobId)
+{
+    if (auto job = jobs_.value(jobId))
+        job->resume();
+}
+
+void EngineBridge::cancel(quint64 jobId)
+{
+    if (auto job = jobs_.value(jobId))
+        job->cancel();
+}
+
+void EngineBridge::answerConflict(quint64 questionId, int answer)
+{
+    if (auto p = pending_.take(questionId))
+        p->answer(answer);
+}
+
+void EngineBridge::answerError(quint64 questionId, int answer)
+{
+    if (auto p = pending_.take(questionId))
+        p->answer(answer);
+}
+
+void EngineBridge::planAsync(quint64 requestId, const QStringList &sources, const QString &destination)
+{
+    sanecopy::JobSpec spec;
+    for (const QString &s : sources)
+        spec.sources.push_back(s.toStdString());
+    spec.destination = destination.toStdString();
+    QPointer<EngineBridge> guard(this);
+    // Walking a tree may take a while: never on the GUI thread.
+    std::thread([guard, requestId, spec] {
+        const sanecopy::JobPlan plan = sanecopy::plan_job(spec);
+        QStringList problems;
+        for (const std::string &line : plan.problems())
+            problems << qs(line);
+        const qint64 total = qint64(plan.total_bytes), files = qint64(plan.files);
+        const QString mount = qs(plan.device.mount_point), block = qs(plan.device.block_device);
+        const bool removable = plan.device.removable;
+        // The application object outlives this thread; the bridge may not, hence the guard checked over there.
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [guard, requestId, problems, total, files, mount, block, removable] {
+                if (guard)
+                    Q_EMIT guard->planned(requestId, problems, total, files, mount, block, removable);
+            },
+            Qt::QueuedConnection);
+    }).detach();
+}
+
+} // namespace SaneCopy

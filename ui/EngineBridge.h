@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// EngineBridge: the engine's JobQueue seen from the GUI thread. The engine calls back on its own threads
+// (a ticker for progress, each job's lane for events and questions); every callback is handed to this object's
+// thread as a queued call, so widgets only ever see signals on the GUI thread, at the ticker's rate (5 a second
+// per job), never per chunk.
+//
+// Questions (an existing target, a failed file) block the job's thread until answerConflict()/answerError() is
+// called; the GUI thread never waits. Questions still open when the bridge goes away are answered Cancel/Abort.
+#pragma once
+
+#include "copy_job.h"
+#include "job_queue.h"
+
+#include <QHash>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <memory>
+
+namespace SaneCopy {
+
+// One job's numbers, as the GUI keeps them.
+struct JobProgress {
+    quint64 jobId = 0;
+    int state = 0; // sanecopy::JobState
+    qint64 totalBytes = 0;
+    qint64 durableBytes = 0;
+    qint64 writtenBytes = 0;
+    qint64 filesDone = 0;
+    qint64 filesTotal = 0;
+    QString currentFile;
+    double deviceRate = 0;
+    double etaSeconds = -1;
+    qint64 ownDirtyBytes = -1;
+};
+
+class EngineBridge : public QObject {
+    Q_OBJECT
+public:
+    struct Options {
+        QStringList sources;
+        QString destination;
+        int conflict = int(sanecopy::ConflictPolicy::Refuse);
+        bool askOnConflict = true;
+        bool askOnError = true;
+    };
+
+    explicit EngineBridge(QObject *parent = nullptr, double tickSeconds = 0.2);
+    ~EngineBridge() override;
+
+    // Queues a copy. Returns its id (ids start at 1).
+    quint64 submit(const Options &options);
+    void pause(quint64 jobId);
+    void resume(quint64 jobId);
+    void cancel(quint64 jobId);
+
+    // The plan of a copy, computed on a worker thread: planned() arrives with |requestId| when it is known.
+    void planAsync(quint64 requestId, const QStringList &sources, const QString &destination);
+
+public Q_SLOTS:
+    void answerConflict(quint64 questionId, int answer); // sanecopy::ConflictAnswer
+    void answerError(quint64 questionId, int answer);    // sanecopy::ErrorAnswer
+
+Q_SIGNALS:
+    void progress(const SaneCopy::JobProgress &progress);
+    void fileDone(quint64 jobId, const QString &source, const QString &target);
+    void skipped(quint64 jobId, const QString &source, const QString &message);
+    void failed(quint64 jobId, const QString &source, const QString &message);
+    void finished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, qint64 filesCopied, qint64 errors);
+    void conflictAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &target,
+                       qint64 sourceSize, qint64 targetSize, bool targetIsFolder);
+    void errorAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &message);
+    void planned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
+                 const QString &mountPoint, const QString &blockDevice, bool removable);
+
+private:
+    class Observer;
+    struct Pending;
+    // Posts a question to the GUI thread and blocks the calling (engine) thread until it is answered.
+    int ask(std::function<void(quint64 questionId)> post, int answerIfGone);
+
+    std::unique_ptr<sanecopy::JobQueue> queue_;
+    QHash<quint64, std::shared_ptr<sanecopy::Job>> jobs_;
+    QHash<quint64, std::shared_ptr<Pending>> pending_;
+    quint64 nextQuestion_ = 1;
+};
+
+} // namespace SaneCopy
+
+Q_DECLARE_METATYPE(SaneCopy::JobProgress)

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "Format.h"
+
+#include <QLocale>
+#include <cmath>
+
+namespace SaneCopy {
+
+QString formatBytes(double bytes)
+{
+    return QLocale().formattedDataSize(qint64(bytes), bytes < 10 * 1024.0 * 1024 * 1024 ? 1 : 2,
+                                       QLocale::DataSizeIecFormat);
+}
+
+QString formatRate(double bytesPerSecond)
+{
+    if (bytesPerSecond <= 0)
+        return QStringLiteral("—");
+    return QStringLiteral("%1 MB/s").arg(bytesPerSecond / 1e6, 0, 'f', bytesPerSecond < 10e6 ? 1 : 0);
+}
+
+QString formatEta(double seconds)
+{
+    if (seconds < 0 || !std::isfinite(seconds))
+        return QStringLiteral("—");
+    if (seconds < 1)
+        return QStringLiteral("a moment");
+    const long s = std::lround(seconds);
+    if (s < 60)
+        return QStringLiteral("%1 s").arg(s);
+    if (s < 3600)
+        return QStringLiteral("%1:%2 min").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1:%2 h").arg(s / 3600).arg((s / 60) % 60, 2, 10, QLatin1Char('0'));
+}
+
+} // namespace SaneCopy

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "JobModel.h"
+
+#include "Format.h"
+#include "job_control.h"
+
+namespace SaneCopy {
+
+using sanecopy::JobState;
+
+JobModel::JobModel(QObject *parent) : QAbstractListModel(parent) {}
+
+int JobModel::rowCount(const QModelIndex &parent) const { return parent.isValid() ? 0 : int(rows_.size()); }
+
+QHash<int, QByteArray> JobModel::roleNames() const
+{
+    return {{TitleRole, "title"},         {StatusRole, "status"},     {StateRole, "state"},
+            {DurableFractionRole, "durable"}, {WrittenFractionRole, "written"}, {RateRole, "rate"},
+            {EtaRole, "eta"},             {SafeToUnplugRole, "safe"}, {CanEjectRole, "canEject"}};
+}
+
+void JobModel::addJob(quint64 jobId, const QString &title, const QString &destination, const QString &mountPoint,
+                      const QString &blockDevice, bool removable)
+{
+    beginInsertRows({}, int(rows_.size()), int(rows_.size()));
+    Row row;
+    row.id = jobId;
+    row.title = title;
+    row.destination = destination;
+    row.mountPoint = mountPoint;
+    row.blockDevice = blockDevice;
+    row.removable = removable;
+    row.progress.jobId = jobId;
+    row.progress.state = int(JobState::Queued);
+    rows_.append(row);
+    endInsertRows();
+}
+
+int JobModel::rowOf(quint64 jobId) const
+{
+    for (int i = 0; i < rows_.size(); ++i)
+        if (rows_[i].id == jobId)
+            return i;
+    return -1;
+}
+
+quint64 JobModel::jobIdAt(int row) const { return row >= 0 && row < rows_.size() ? rows_[row].id : 0; }
+
+qint64 JobModel::totalDurableBytes() const
+{
+    qint64 sum = 0;
+    for (const Row &r : rows_)
+        sum += r.progress.durableBytes;
+    return sum;
+}
+
+qint64 JobModel::totalWrittenBytes() const
+{
+    qint64 sum = 0;
+    for (const Row &r : rows_)
+        sum += r.progress.writtenBytes;
+    return sum;
+}
+
+qint64 JobModel::ownDirtyBytes() const
+{
+    qint64 sum = -1;
+    for (const Row &r : rows_) {
+        if (!r.finished && r.progress.ownDirtyBytes >= 0)
+            sum = (sum < 0 ? 0 : sum) + r.progress.ownDirtyBytes;
+    }
+    return sum;
+}
+
+bool JobModel::anyRunning() const
+{
+    for (const Row &r : rows_)
+        if (!r.finished)
+            return true;
+    return false;
+}
+
+QString JobModel::statusOf(const Row &row) const
+{
+    const JobProgress &p = row.progress;
+    if (row.finished) {
+        if (row.cancelled)
+            return tr("Cancelled. Nothing half-written was left, and the device has nothing left to write.");
+        if (row.ejected)
+            return row.finalMessage;
+        QString text = row.ok ? tr("Done: %1 on the device.").arg(formatBytes(double(p.durableBytes)))
+                              : tr("Finished with problems: %1 (see the tooltip).")
+                                    .arg(row.problems.size() == 1 ? tr("1 file was not copied")
+                                                                  : tr("%1 files were not copied").arg(row.problems.size()));
+        if (row.removable && p.durableBytes > 0)
+            text += QLatin1Char(' ') + tr("Safe to unplug.");
+        if (!row.finalMessage.isEmpty())
+            text += QLatin1Char(' ') + row.finalMessage;
+        return text;
+    }
+    switch (JobState(p.state)) {
+    case JobState::Queued:
+        return tr("Waiting for the device: another copy to it runs first.");
+    case JobState::Paused:
+        return tr("Paused. %1 of %2 on the device.").arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
+    default:
+        break;
+    }
+    const qint64 inCache = p.writtenBytes - p.durableBytes;
+    QString text = tr("%1 of %2 on the device").arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
+    if (inCache > 0)
+        text += tr(" (+%1 on its way)").arg(formatBytes(double(inCache)));
+    text += tr(" · %1 · %2 left").arg(formatRate(p.deviceRate), formatEta(p.etaSeconds));
+    if (p.filesTotal > 1)
+        text += tr(" · file %1 of %2").arg(qMin(p.filesDone + 1, p.filesTotal)).arg(p.filesTotal);
+    return text;
+}
+
+QVariant JobModel::data(const QModelIndex &index, int role) const
+{
+    if (!index.isValid() || index.row() >= rows_.size())
+        return {};
+    const Row &row = rows_[index.row()];
+    const JobProgress &p = row.progress;
+    const double total = double(qMax<qint64>(p.totalBytes, 1));
+    switch (role) {
+    case Qt::DisplayRole:
+    case TitleRole:
+        return row.title;
+    case StatusRole:
+        return statusOf(row);
+    case StateRole:
+        return p.state;
+    case DurableFractionRole:
+        // 100 % only after the final sync: until the job has finished, a full count still shows 99.9 %.
+        if (row.finished && row.ok)
+            return 1.0;
+        return qMin(p.totalBytes > 0 ? double(p.durableBytes) / total : 0.0, row.finished ? 1.0 : 0.999);
+    case WrittenFractionRole:
+        return qMin(1.0, p.totalBytes > 0 ? double(p.writtenBytes) / total : 0.0);
+    case RateRole:
+        return p.deviceRate;
+    case EtaRole:
+        return p.etaSeconds;
+    case SafeToUnplugRole:
+        return row.finished && row.ok && !row.cancelled;
+    case CanEjectRole:
+        return row.finished && !row.ejected && row.removable && !row.blockDevice.isEmpty() &&
+               JobState(p.state) != JobState::Running;
+    case MountPointRole:
+        return row.mountPoint;
+    case BlockDeviceRole:
+        return row.blockDevice;
+    case ProblemsRole:
+        return row.problems;
+    case JobIdRole:
+        return row.id;
+    case OwnDirtyRole:
+        return p.ownDirtyBytes;
+    default:
+        return {};
+    }
+}
+
+void JobModel::changed(int row)
+{
+    const QModelIndex i = index(row);
+    Q_EMIT dataChanged(i, i);
+}
+
+void JobModel::onProgress(const JobProgress &progress)
+{
+    const int r = rowOf(progress.jobId);
+    if (r < 0)
+        return;
+    rows_[r].progress = progress;
+    changed(r);
+}
+
+void JobModel::onSkipped(quint64 jobId, const QString &source, const QString &message)
+{
+    Q_UNUSED(source)
+    const int r = rowOf(jobId);
+    if (r < 0)
+        return;
+    rows_[r].problems << tr("Skipped: %1").arg(message);
+    changed(r);
+}
+
+void JobModel::onFailed(quint64 jobId, const QString &source, const QString &message)
+{
+    Q_UNUSED(source)
+    const int r = rowOf(jobId);
+    if (r < 0)
+        return;
+    rows_[r].problems << message;
+    changed(r);
+}
+
+void JobModel::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, qint64 filesCopied, qint64 errors)
+{
+    Q_UNUSED(bytes)
+    Q_UNUSED(filesCopied)
+    Q_UNUSED(errors)
+    const int r = rowOf(jobId);
+    if (r < 0)
+        return;
+    Row &row = rows_[r];
+    row.finished = true;
+    row.ok = ok;
+    row.cancelled = cancelled;
+    row.progress.state = int(cancelled ? JobState::Cancelled : ok ? JobState::Done : JobState::Failed);
+    row.progress.etaSeconds = 0;
+    changed(r);
+}
+
+void JobModel::setEjected(quint64 jobId, bool ejected, const QString &message)
+{
+    const int r = rowOf(jobId);
+    if (r < 0)
+        return;
+    rows_[r].ejected = ejected;
+    rows_[r].finalMessage = message;
+    changed(r);
+}
+
+} // namespace SaneCopy

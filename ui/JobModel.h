@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// JobModel: one row per copy job, fed by EngineBridge's signals (or, in tests, by calling the same slots).
+// It keeps the numbers and turns them into what a row shows: the durable fraction, the fraction still only in
+// the page cache, the device's rate and the ETA from it, and a status line that says "Safe to unplug" only
+// once the job's final sync has returned.
+#pragma once
+
+#include "EngineBridge.h"
+
+#include <QAbstractListModel>
+#include <QList>
+#include <QStringList>
+
+namespace SaneCopy {
+
+class JobModel : public QAbstractListModel {
+    Q_OBJECT
+public:
+    enum Role {
+        TitleRole = Qt::UserRole + 1,
+        StatusRole,          // one line for the user
+        StateRole,           // sanecopy::JobState as int
+        DurableFractionRole, // 0..1
+        WrittenFractionRole, // 0..1, >= durable
+        RateRole,            // device bytes/s
+        EtaRole,             // seconds, -1 unknown
+        SafeToUnplugRole,
+        CanEjectRole,        // finished well on a removable device whose block device is known
+        MountPointRole,
+        BlockDeviceRole,
+        ProblemsRole,        // QStringList of skipped files and errors
+        JobIdRole,
+        OwnDirtyRole,
+    };
+
+    explicit JobModel(QObject *parent = nullptr);
+
+    int rowCount(const QModelIndex &parent = {}) const override;
+    QVariant data(const QModelIndex &index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+
+    // A job the bridge has accepted. |mountPoint|/|blockDevice|/|removable| come from the plan.
+    void addJob(quint64 jobId, const QString &title, const QString &destination, const QString &mountPoint,
+                const QString &blockDevice, bool removable);
+    int rowOf(quint64 jobId) const;
+    quint64 jobIdAt(int row) const;
+    // Sum over running jobs, for the charts.
+    qint64 totalDurableBytes() const;
+    qint64 totalWrittenBytes() const;
+    qint64 ownDirtyBytes() const; // -1 when no running job knows it
+    bool anyRunning() const;
+
+public Q_SLOTS:
+    void onProgress(const SaneCopy::JobProgress &progress);
+    void onSkipped(quint64 jobId, const QString &source, const QString &message);
+    void onFailed(quint64 jobId, const QString &source, const QString &message);
+    void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, qint64 filesCopied, qint64 errors);
+    void setEjected(quint64 jobId, bool ejected, const QString &message);
+
+private:
+    struct Row {
+        quint64 id = 0;
+        QString title;
+        QString destination;
+        QString mountPoint;
+        QString blockDevice;
+        bool removable = false;
+        JobProgress progress;
+        bool finished = false;
+        bool ok = false;
+        bool cancelled = false;
+        bool ejected = false;
+        QString finalMessage;
+        QStringList problems;
+    };
+    QString statusOf(const Row &row) const;
+    void changed(int row);
+
+    QList<Row> rows_;
+};
+
+} // namespace SaneCopy

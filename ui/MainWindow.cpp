@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "MainWindow.h"
+
+#include "DestinationPicker.h"
+#include "EngineBridge.h"
+#include "JobModel.h"
+#include "Notifier.h"
+#include "QueueView.h"
+#include "QuestionDialogs.h"
+#include "SourceDropArea.h"
+#include "SystemMonitor.h"
+#include "TimeSeriesChart.h"
+#include "Udisks.h"
+
+#include <QFileInfo>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+namespace SaneCopy {
+
+MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
+{
+    setWindowTitle(tr("SaneCopy"));
+    setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.sanecopy.SaneCopy"),
+                                   QIcon::fromTheme(QStringLiteral("edit-copy"))));
+    bridge_ = new EngineBridge(this);
+    model_ = new JobModel(this);
+
+    auto *central = new QWidget(this);
+    auto *layout = new QVBoxLayout(central);
+
+    auto *what = new QGroupBox(tr("Copy"), central);
+    auto *whatLayout = new QVBoxLayout(what);
+    sources_ = new SourceDropArea(what);
+    whatLayout->addWidget(sources_);
+    auto *toRow = new QHBoxLayout;
+    auto *toLabel = new QLabel(tr("&To:"), what);
+    destination_ = new DestinationPicker(what);
+    toLabel->setBuddy(destination_);
+    copy_ = new QPushButton(QIcon::fromTheme(QStringLiteral("edit-copy")), tr("&Copy"), what);
+    copy_->setDefault(true);
+    toRow->addWidget(toLabel);
+    toRow->addWidget(destination_, 1);
+    toRow->addWidget(copy_);
+    whatLayout->addLayout(toRow);
+    hint_ = new QLabel(what);
+    hint_->setWordWrap(true);
+    whatLayout->addWidget(hint_);
+    layout->addWidget(what);
+
+    auto *split = new QSplitter(Qt::Vertical, central);
+    queue_ = new QueueView(model_, split);
+    queue_->setEjectAvailable(Udisks::available());
+    auto *charts = new QWidget(split);
+    auto *chartLayout = new QHBoxLayout(charts);
+    chartLayout->setContentsMargins(0, 0, 0, 0);
+    throughput_ = new TimeSeriesChart(tr("Throughput"), tr("MB/s"), 1e6, charts);
+    dirty_ = new TimeSeriesChart(tr("Dirty memory"), tr("MiB"), 1024.0 * 1024.0, charts);
+    chartLayout->addWidget(throughput_);
+    chartLayout->addWidget(dirty_);
+    split->addWidget(queue_);
+    split->addWidget(charts);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
+    setCentralWidget(central);
+
+    monitor_ = new SystemMonitor(model_, throughput_, dirty_, this);
+    questions_ = new QuestionDialogs(bridge_, this);
+
+    connect(copy_, &QPushButton::clicked, this, &MainWindow::startCopy);
+    connect(sources_, &SourceDropArea::sourcesChanged, this, &MainWindow::updateHint);
+    connect(destination_, &DestinationPicker::destinationChanged, this, &MainWindow::updateHint);
+    connect(bridge_, &EngineBridge::progress, model_, &JobModel::onProgress);
+    connect(bridge_, &EngineBridge::skipped, model_, &JobModel::onSkipped);
+    connect(bridge_, &EngineBridge::failed, model_, &JobModel::onFailed);
+    connect(bridge_, &EngineBridge::finished, model_, &JobModel::onFinished);
+    connect(bridge_, &EngineBridge::finished, this,
+            [this](quint64 id, bool ok, bool cancelled, qint64 bytes) { onFinished(id, ok, cancelled, bytes); });
+    connect(bridge_, &EngineBridge::planned, this, &MainWindow::onPlanned);
+    connect(queue_, &QueueView::pauseRequested, bridge_, &EngineBridge::pause);
+    connect(queue_, &QueueView::resumeRequested, bridge_, &EngineBridge::resume);
+    connect(queue_, &QueueView::cancelRequested, bridge_, &EngineBridge::cancel);
+    connect(queue_, &QueueView::ejectRequested, this, &MainWindow::eject);
+
+    destination_->refreshDevices();
+    updateHint();
+    resize(900, 720);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::applyCommandLine(const CommandLine &cmd)
+{
+    sources_->addSources(cmd.files);
+    if (!cmd.destination.isEmpty())
+        destination_->setDestination(cmd.destination);
+    if (cmd.startNow())
+        startCopy();
+    else if (!cmd.files.isEmpty())
+        destination_->setFocus(Qt::OtherFocusReason);
+    updateHint();
+}
+
+void MainWindow::updateHint()
+{
+    const int n = int(sources_->sources().size());
+    copy_->setEnabled(n > 0 && !destination_->destination().isEmpty());
+    if (n == 0)
+        hint_->setText(tr("Drop files or folders above, or add them with the buttons."));
+    else
+        hint_->setText((n == 1 ? tr("Choose where to copy 1 item, then press Copy.")
+                               : tr("Choose where to copy %1 items, then press Copy.").arg(n)) +
+                       QLatin1Char(' ') +
+                       tr("The copy runs at the device's own speed; when it says done, the data is on the device."));
+}
+
+void MainWindow::startCopy()
+{
+    const QStringList sources = sources_->sources();
+    const QString destination = destination_->destination();
+    if (sources.isEmpty() || destination.isEmpty())
+        return;
+    const quint64 id = nextPlan_++;
+    planning_.insert(id, {sources, destination});
+    copy_->setEnabled(false);
+    hint_->setText(tr("Checking the destination…"));
+    bridge_->planAsync(id, sources, destination);
+}
+
+void MainWindow::onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
+                           const QString &mountPoint, const QString &blockDevice, bool removable)
+{
+    Q_UNUSED(totalBytes)
+    if (!planning_.contains(requestId))
+        return;
+    const PendingCopy copy = planning_.take(requestId);
+    sources_->clear();
+    updateHint();
+    if (problems.isEmpty()) {
+        queueCopy(copy, mountPoint, blockDevice, removable);
+        return;
+    }
+    // Problems are shown before the first byte is written, and the user decides.
+    auto *box = new QMessageBox(this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setWindowModality(Qt::WindowModal);
+    box->setIcon(QMessageBox::Warning);
+    box->setWindowTitle(tr("Before copying"));
+    box->setText(files > 0 ? tr("Some of this can't be copied to %1.").arg(copy.destination)
+                           : tr("Nothing of this can be copied to %1.").arg(copy.destination));
+    box->setInformativeText(problems.mid(0, 8).join(QLatin1Char('\n')) +
+                            (problems.size() > 8 ? tr("\n… and %1 more.").arg(problems.size() - 8) : QString()));
+    box->setDetailedText(problems.join(QLatin1Char('\n')));
+    QPushButton *go = files > 0 ? box->addButton(tr("Copy the rest"), QMessageBox::AcceptRole) : nullptr;
+    box->addButton(files > 0 ? QMessageBox::Cancel : QMessageBox::Close);
+    connect(box, &QMessageBox::finished, this, [=, this] {
+        if (go && box->clickedButton() == go)
+            queueCopy(copy, mountPoint, blockDevice, removable);
+    });
+    box->open();
+    Q_EMIT problemsShown(problems);
+}
+
+void MainWindow::queueCopy(const PendingCopy &copy, const QString &mountPoint, const QString &blockDevice, bool removable)
+{
+    EngineBridge::Options options;
+    options.sources = copy.sources;
+    options.destination = copy.destination;
+    const quint64 jobId = bridge_->submit(options);
+    const QString what = copy.sources.size() == 1 ? QFileInfo(copy.sources.first()).fileName()
+                                                  : tr("%1 items").arg(copy.sources.size());
+    const QString where = QFileInfo(copy.destination).fileName().isEmpty() ? copy.destination
+                                                                           : QFileInfo(copy.destination).fileName();
+    model_->addJob(jobId, tr("%1 → %2").arg(what, where), copy.destination, mountPoint, blockDevice, removable);
+    Q_EMIT jobQueued(jobId);
+}
+
+void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes)
+{
+    questions_->memory().forget(jobId);
+    const int row = model_->rowOf(jobId);
+    if (row < 0)
+        return;
+    const QModelIndex i = model_->index(row);
+    const bool removable = !i.data(JobModel::BlockDeviceRole).toString().isEmpty() && i.data(JobModel::CanEjectRole).toBool();
+    sendNotification(notificationFor(i.data(JobModel::TitleRole).toString(), ok, cancelled, bytes, removable));
+}
+
+void MainWindow::eject(quint64 jobId)
+{
+    const int row = model_->rowOf(jobId);
+    if (row < 0)
+        return;
+    const QString block = model_->index(row).data(JobModel::BlockDeviceRole).toString();
+    model_->setEjected(jobId, false, tr("Ejecting…"));
+    Udisks::eject(block, this, [this, jobId](bool ok, const QString &message) { model_->setEjected(jobId, ok, message); });
+}
+
+} // namespace SaneCopy

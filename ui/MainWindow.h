@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// SaneCopy's window: what to copy (drop area), where (device picker), the queue of copies with their honest
+// progress, and the two live charts. Before a copy starts, its plan is made off the GUI thread and any problem
+// (not enough space, a file too big for FAT32, names the target refuses, special files) is shown first.
+#pragma once
+
+#include "CommandLine.h"
+
+#include <QHash>
+#include <QMainWindow>
+#include <QStringList>
+
+class QLabel;
+class QPushButton;
+
+namespace SaneCopy {
+
+class DestinationPicker;
+class EngineBridge;
+class JobModel;
+class QueueView;
+class QuestionDialogs;
+class SourceDropArea;
+class SystemMonitor;
+class TimeSeriesChart;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    // Queues the files of |cmd|; starts at once when it names a destination, else asks for one.
+    void applyCommandLine(const CommandLine &cmd);
+
+    SourceDropArea *sourceArea() const { return sources_; }
+    DestinationPicker *destinationPicker() const { return destination_; }
+    QueueView *queueView() const { return queue_; }
+    JobModel *model() const { return model_; }
+    EngineBridge *bridge() const { return bridge_; }
+    QuestionDialogs *questions() const { return questions_; }
+    TimeSeriesChart *throughputChart() const { return throughput_; }
+    TimeSeriesChart *dirtyChart() const { return dirty_; }
+    QLabel *hint() const { return hint_; }
+    QPushButton *copyButton() const { return copy_; }
+
+public Q_SLOTS:
+    // Plans a copy of the current sources to the current destination, shows problems, then queues it.
+    void startCopy();
+
+Q_SIGNALS:
+    // A plan found problems and asks the user; |problems| is what the dialog lists.
+    void problemsShown(const QStringList &problems);
+    void jobQueued(quint64 jobId);
+
+private:
+    struct PendingCopy {
+        QStringList sources;
+        QString destination;
+    };
+    void onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
+                   const QString &mountPoint, const QString &blockDevice, bool removable);
+    void queueCopy(const PendingCopy &copy, const QString &mountPoint, const QString &blockDevice, bool removable);
+    void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
+    void eject(quint64 jobId);
+    void updateHint();
+
+    EngineBridge *bridge_;
+    JobModel *model_;
+    SourceDropArea *sources_;
+    DestinationPicker *destination_;
+    QPushButton *copy_;
+    QLabel *hint_;
+    QueueView *queue_;
+    TimeSeriesChart *throughput_;
+    TimeSeriesChart *dirty_;
+    SystemMonitor *monitor_;
+    QuestionDialogs *questions_;
+    QHash<quint64, PendingCopy> planning_;
+    quint64 nextPlan_ = 1;
+};
+
+} // namespace SaneCopy

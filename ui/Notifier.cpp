@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "Notifier.h"
+
+#include "Format.h"
+
+#include <QDBusConnection>
+#include <QDBusInterface>
+#include <QObject>
+#include <QVariantMap>
+
+namespace SaneCopy {
+
+NotificationText notificationFor(const QString &title, bool ok, bool cancelled, qint64 bytes, bool removable)
+{
+    if (cancelled)
+        return {QObject::tr("Copy cancelled"),
+                QObject::tr("%1: nothing half-written was left, and the device has nothing left to write.").arg(title)};
+    if (!ok)
+        return {QObject::tr("Copy finished with problems"), QObject::tr("%1: some files could not be copied.").arg(title)};
+    QString body = QObject::tr("%1: %2 on the device.").arg(title, formatBytes(double(bytes)));
+    if (removable)
+        body += QLatin1Char(' ') + QObject::tr("Safe to unplug.");
+    return {QObject::tr("Copy done"), body};
+}
+
+void sendNotification(const NotificationText &text)
+{
+    QDBusConnection bus = QDBusConnection::sessionBus();
+    if (!bus.isConnected())
+        return;
+    QDBusInterface notifications(QStringLiteral("org.freedesktop.Notifications"),
+                                 QStringLiteral("/org/freedesktop/Notifications"),
+                                 QStringLiteral("org.freedesktop.Notifications"), bus);
+    notifications.asyncCall(QStringLiteral("Notify"), QStringLiteral("SaneCopy"), uint(0),
+                            QStringLiteral("io.github.sanecopy.SaneCopy"), text.summary, text.body, QStringList(),
+                            QVariantMap(), int(-1));
+}
+
+} // namespace SaneCopy

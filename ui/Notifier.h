@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// A desktop notification when a job ends, through org.freedesktop.Notifications over QtDBus. Without a
+// notification daemon it does nothing.
+#pragma once
+
+#include <QString>
+
+namespace SaneCopy {
+
+struct NotificationText {
+    QString summary;
+    QString body;
+};
+
+// Pure: what the notification says.
+NotificationText notificationFor(const QString &title, bool ok, bool cancelled, qint64 bytes, bool removable);
+void sendNotification(const NotificationText &text);
+
+} // namespace SaneCopy

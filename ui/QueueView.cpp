@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "QueueView.h"
+
+#include "DurableProgressBar.h"
+#include "JobModel.h"
+#include "job_control.h"
+
+#include <QFrame>
+#include <QGridLayout>
+#include <QLabel>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace SaneCopy {
+
+using sanecopy::JobState;
+
+JobRow::JobRow(JobModel *model, quint64 jobId, QWidget *parent) : QWidget(parent), model_(model), jobId_(jobId)
+{
+    auto *grid = new QGridLayout(this);
+    grid->setContentsMargins(6, 6, 6, 6);
+    title_ = new QLabel(this);
+    title_->setTextFormat(Qt::PlainText);
+    QFont bold = title_->font();
+    bold.setBold(true);
+    title_->setFont(bold);
+    bar_ = new DurableProgressBar(this);
+    status_ = new QLabel(this);
+    status_->setTextFormat(Qt::PlainText);
+    status_->setWordWrap(true);
+    auto button = [this](const QString &icon, const QString &text) {
+        auto *b = new QToolButton(this);
+        b->setIcon(QIcon::fromTheme(icon));
+        b->setText(text);
+        b->setToolTip(text);
+        b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        b->setFocusPolicy(Qt::StrongFocus);
+        return b;
+    };
+    pause_ = button(QStringLiteral("media-playback-pause"), tr("Pause"));
+    cancel_ = button(QStringLiteral("process-stop"), tr("Cancel"));
+    eject_ = button(QStringLiteral("media-eject"), tr("Eject"));
+    eject_->hide();
+    grid->addWidget(title_, 0, 0, 1, 4);
+    grid->addWidget(bar_, 1, 0);
+    grid->addWidget(pause_, 1, 1);
+    grid->addWidget(cancel_, 1, 2);
+    grid->addWidget(eject_, 1, 3);
+    grid->addWidget(status_, 2, 0, 1, 4);
+    grid->setColumnStretch(0, 1);
+
+    connect(pause_, &QToolButton::clicked, this, [this] {
+        if (paused_)
+            Q_EMIT resumeRequested(jobId_);
+        else
+            Q_EMIT pauseRequested(jobId_);
+    });
+    connect(cancel_, &QToolButton::clicked, this, [this] { Q_EMIT cancelRequested(jobId_); });
+    connect(eject_, &QToolButton::clicked, this, [this] { Q_EMIT ejectRequested(jobId_); });
+    refresh();
+}
+
+void JobRow::refresh()
+{
+    const int row = model_->rowOf(jobId_);
+    if (row < 0)
+        return;
+    const QModelIndex i = model_->index(row);
+    title_->setText(i.data(JobModel::TitleRole).toString());
+    bar_->setFractions(i.data(JobModel::DurableFractionRole).toDouble(), i.data(JobModel::WrittenFractionRole).toDouble());
+    status_->setText(i.data(JobModel::StatusRole).toString());
+    const QStringList problems = i.data(JobModel::ProblemsRole).toStringList();
+    status_->setToolTip(problems.join(QLatin1Char('\n')));
+    const auto state = JobState(i.data(JobModel::StateRole).toInt());
+    const bool active = state == JobState::Queued || state == JobState::Running || state == JobState::Paused;
+    paused_ = state == JobState::Paused;
+    pause_->setVisible(active);
+    pause_->setEnabled(state != JobState::Queued);
+    pause_->setText(paused_ ? tr("Resume") : tr("Pause"));
+    pause_->setIcon(QIcon::fromTheme(paused_ ? QStringLiteral("media-playback-start") : QStringLiteral("media-playback-pause")));
+    cancel_->setVisible(active);
+    // Eject needs UDisks2; without it the button would only fail.
+    const bool ejectable = i.data(JobModel::CanEjectRole).toBool() && ejectAvailable_;
+    eject_->setVisible(ejectable);
+}
+
+QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), model_(model)
+{
+    setWidgetResizable(true);
+    setFrameShape(QFrame::StyledPanel);
+    content_ = new QWidget(this);
+    rows_ = new QVBoxLayout(content_);
+    rows_->setContentsMargins(0, 0, 0, 0);
+    rows_->setSpacing(0);
+    empty_ = new QLabel(tr("No copies yet. Drop files above, pick a destination, and press Copy."), content_);
+    empty_->setAlignment(Qt::AlignCenter);
+    empty_->setWordWrap(true);
+    rows_->addWidget(empty_);
+    rows_->addStretch();
+    setWidget(content_);
+
+    connect(model_, &JobModel::rowsInserted, this, [this](const QModelIndex &, int first, int last) { addRows(first, last); });
+    connect(model_, &JobModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
+        for (int r = from.row(); r <= to.row(); ++r)
+            if (JobRow *row = rowFor(model_->jobIdAt(r)))
+                row->refresh();
+    });
+    addRows(0, model_->rowCount() - 1);
+}
+
+JobRow *QueueView::rowFor(quint64 jobId) const
+{
+    for (JobRow *row : content_->findChildren<JobRow *>(Qt::FindDirectChildrenOnly))
+        if (row->jobId() == jobId)
+            return row;
+    return nullptr;
+}
+
+void QueueView::addRows(int first, int last)
+{
+    for (int r = first; r <= last; ++r) {
+        auto *row = new JobRow(model_, model_->jobIdAt(r), content_);
+        row->setEjectAvailable(ejectAvailable_);
+        // Newest on top of the finished ones would reorder under the user's pointer; append instead.
+        rows_->insertWidget(rows_->count() - 1, row);
+        auto *line = new QFrame(content_);
+        line->setFrameShape(QFrame::HLine);
+        line->setFrameShadow(QFrame::Sunken);
+        rows_->insertWidget(rows_->count() - 1, line);
+        connect(row, &JobRow::pauseRequested, this, &QueueView::pauseRequested);
+        connect(row, &JobRow::resumeRequested, this, &QueueView::resumeRequested);
+        connect(row, &JobRow::cancelRequested, this, &QueueView::cancelRequested);
+        connect(row, &JobRow::ejectRequested, this, &QueueView::ejectRequested);
+        row->refresh();
+    }
+    empty_->setVisible(model_->rowCount() == 0);
+}
+
+} // namespace SaneCopy

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The queue: one row per job of JobModel, each with its durable/written bar, its status line (device rate and
+// ETA), and Pause/Resume, Cancel and Eject buttons. Rows are widgets rather than a delegate so every button is
+// a real, focusable, keyboard-usable control.
+#pragma once
+
+#include <QPointer>
+#include <QScrollArea>
+
+class QLabel;
+class QToolButton;
+class QVBoxLayout;
+
+namespace SaneCopy {
+
+class DurableProgressBar;
+class JobModel;
+
+class JobRow : public QWidget {
+    Q_OBJECT
+public:
+    JobRow(JobModel *model, quint64 jobId, QWidget *parent = nullptr);
+    quint64 jobId() const { return jobId_; }
+    void refresh();
+    void setEjectAvailable(bool available)
+    {
+        ejectAvailable_ = available;
+        refresh();
+    }
+
+    DurableProgressBar *bar() const { return bar_; }
+    QLabel *status() const { return status_; }
+    QToolButton *pauseButton() const { return pause_; }
+    QToolButton *cancelButton() const { return cancel_; }
+    QToolButton *ejectButton() const { return eject_; }
+
+Q_SIGNALS:
+    void pauseRequested(quint64 jobId);
+    void resumeRequested(quint64 jobId);
+    void cancelRequested(quint64 jobId);
+    void ejectRequested(quint64 jobId);
+
+private:
+    JobModel *model_;
+    quint64 jobId_;
+    QLabel *title_;
+    DurableProgressBar *bar_;
+    QLabel *status_;
+    QToolButton *pause_;
+    QToolButton *cancel_;
+    QToolButton *eject_;
+    bool paused_ = false;
+    bool ejectAvailable_ = false;
+};
+
+class QueueView : public QScrollArea {
+    Q_OBJECT
+public:
+    explicit QueueView(JobModel *model, QWidget *parent = nullptr);
+    JobRow *rowFor(quint64 jobId) const;
+    void setEjectAvailable(bool available) { ejectAvailable_ = available; }
+    bool ejectAvailable() const { return ejectAvailable_; }
+
+Q_SIGNALS:
+    void pauseRequested(quint64 jobId);
+    void resumeRequested(quint64 jobId);
+    void cancelRequested(quint64 jobId);
+    void ejectRequested(quint64 jobId);
+
+private:
+    void addRows(int first, int last);
+
+    JobModel *model_;
+    QWidget *content_;
+    QVBoxLayout *rows_;
+    QLabel *empty_;
+    bool ejectAvailable_ = false;
+};
+
+} // namespace SaneCopy

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The sources of the next copy: a list that takes drops of text/uri-list (Dolphin and every other file
+// manager), plus buttons to add files or a folder and to clear the list.
+#pragma once
+
+#include <QStringList>
+#include <QWidget>
+
+class QListWidget;
+class QMimeData;
+class QPushButton;
+
+namespace SaneCopy {
+
+class SourceDropArea : public QWidget {
+    Q_OBJECT
+public:
+    explicit SourceDropArea(QWidget *parent = nullptr);
+
+    QStringList sources() const { return sources_; }
+    void addSources(const QStringList &paths);
+    void clear();
+
+    // Pure: the local paths in a drop (text/uri-list). Remote URLs are left out: the engine copies local files.
+    static QStringList localPaths(const QMimeData *mime);
+    // What a drop does: adds its local paths. False when it had none.
+    bool addDropped(const QMimeData *mime);
+
+Q_SIGNALS:
+    void sourcesChanged(const QStringList &sources);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent *event) override;
+    void dragMoveEvent(QDragMoveEvent *event) override;
+    void dropEvent(QDropEvent *event) override;
+
+private:
+    void refresh();
+
+    QStringList sources_;
+    QListWidget *list_;
+    QPushButton *clear_;
+};
+
+} // namespace SaneCopy

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "TimeSeriesChart.h"
+
+#include <QPainter>
+#include <QPainterPath>
+#include <algorithm>
+#include <cmath>
+
+namespace SaneCopy {
+
+TimeSeriesChart::TimeSeriesChart(const QString &title, const QString &unit, double unitScale, QWidget *parent)
+    : QWidget(parent), title_(title), unit_(unit), unitScale_(unitScale)
+{
+    setAccessibleName(title);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+}
+
+int TimeSeriesChart::addSeries(const QString &name, const QColor &color)
+{
+    series_.append({name, color, {}});
+    return int(series_.size()) - 1;
+}
+
+void TimeSeriesChart::addSample(int series, double time, double value)
+{
+    if (series < 0 || series >= series_.size())
+        return;
+    latest_ = std::max(latest_, time);
+    series_[series].points.append({time, value / unitScale_});
+    for (Series &s : series_) {
+        // Keep one point just outside the window so the line enters from the left edge.
+        while (s.points.size() > 2 && s.points.at(1).x() < latest_ - window_)
+            s.points.removeFirst();
+    }
+    update();
+}
+
+double TimeSeriesChart::niceCeiling(double value)
+{
+    if (!(value > 0))
+        return 1;
+    const double magnitude = std::pow(10.0, std::floor(std::log10(value)));
+    for (double step : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+        if (value <= step * magnitude * (1 + 1e-9))
+            return step * magnitude;
+    }
+    return 10 * magnitude;
+}
+
+double TimeSeriesChart::axisMaximum() const
+{
+    double top = 0;
+    for (const Series &s : series_)
+        for (const QPointF &pt : s.points)
+            if (pt.x() >= latest_ - window_)
+                top = std::max(top, pt.y());
+    return niceCeiling(top);
+}
+
+void TimeSeriesChart::paintEvent(QPaintEvent *)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    const QPalette &pal = palette();
+    const QFontMetrics fm = fontMetrics();
+    p.fillRect(rect(), pal.color(QPalette::Base));
+
+    const double top = axisMaximum();
+    int labelWidth = 0;
+    for (int i = 0; i <= 4; ++i)
+        labelWidth = std::max(labelWidth, fm.horizontalAdvance(QString::number(top * i / 4, 'g', 4)));
+    const int left = labelWidth + 10;
+    const int titleHeight = fm.height() + 4;
+    const int legendHeight = fm.height() + 4;
+    // Half a line of room above the plot, so the top y label never runs into the title.
+    const int plotTop = titleHeight + fm.height() / 2 + 2;
+    const QRect plot(left, plotTop, width() - left - 8, height() - plotTop - legendHeight - fm.height() - 6);
+    if (plot.width() < 20 || plot.height() < 20)
+        return;
+
+    p.setPen(pal.color(QPalette::Text));
+    p.drawText(QRect(4, 2, width() - 8, titleHeight), Qt::AlignLeft | Qt::AlignVCenter,
+               QStringLiteral("%1 (%2)").arg(title_, unit_));
+
+    // Grid and y labels: four steps of the nice maximum.
+    QColor grid = pal.color(QPalette::Mid);
+    grid.setAlphaF(0.5);
+    for (int i = 0; i <= 4; ++i) {
+        const double v = top * i / 4;
+        const int y = plot.bottom() - int(plot.height() * i / 4.0);
+        p.setPen(grid);
+        p.drawLine(plot.left(), y, plot.right(), y);
+        p.setPen(pal.color(QPalette::Text));
+        p.drawText(QRect(0, y - fm.height() / 2, left - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
+                   QString::number(v, 'g', 4));
+    }
+    // X labels: seconds ago.
+    for (int i = 0; i <= 4; ++i) {
+        const int x = plot.left() + int(plot.width() * i / 4.0);
+        const int ago = int(std::lround(window_ * (4 - i) / 4));
+        const QString label = ago == 0 ? tr("now") : tr("-%1 s").arg(ago);
+        const int w = fm.horizontalAdvance(label);
+        // Centred under its tick, but kept inside the widget at both ends.
+        const int lx = std::clamp(x - w / 2, 2, width() - w - 2);
+        p.drawText(QRect(lx, plot.bottom() + 2, w, fm.height()), Qt::AlignLeft | Qt::AlignTop, label);
+    }
+
+    p.setClipRect(plot.adjusted(-1, -1, 1, 1));
+    // The first series is the one that matters most: drawn last, on top, and a little wider.
+    for (auto it = series_.crbegin(); it != series_.crend(); ++it) {
+        const Series &s = *it;
+        if (s.points.isEmpty())
+            continue;
+        QPainterPath path;
+        bool first = true;
+        for (const QPointF &pt : s.points) {
+            const double x = plot.left() + plot.width() * (1 - (latest_ - pt.x()) / window_);
+            const double y = plot.bottom() - plot.height() * std::min(pt.y() / top, 1.0);
+            if (first)
+                path.moveTo(x, y);
+            else
+                path.lineTo(x, y);
+            first = false;
+        }
+        p.setPen(QPen(s.color, it == std::prev(series_.crend()) ? 2.5 : 1.5));
+        p.drawPath(path);
+    }
+    p.setClipping(false);
+
+    // Legend.
+    int x = plot.left();
+    const int y = height() - legendHeight + 2;
+    for (const Series &s : series_) {
+        p.fillRect(QRect(x, y + fm.height() / 2 - 2, 14, 4), s.color);
+        x += 18;
+        p.setPen(pal.color(QPalette::Text));
+        p.drawText(QPoint(x, y + fm.ascent()), s.name);
+        x += fm.horizontalAdvance(s.name) + 16;
+    }
+}
+
+} // namespace SaneCopy

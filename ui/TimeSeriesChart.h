@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// A small live line chart: a few series over a sliding time window, with a y axis in one unit, nice tick
+// values and a legend. Written by hand with QPainter because Qt Charts is deprecated since Qt 6.10, and its
+// successor Qt Graphs has no widgets API; this is all the charting SaneCopy needs, in about 200 lines.
+#pragma once
+
+#include <QColor>
+#include <QList>
+#include <QPointF>
+#include <QString>
+#include <QWidget>
+
+namespace SaneCopy {
+
+class TimeSeriesChart : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimeSeriesChart(const QString &title, const QString &unit, double unitScale, QWidget *parent = nullptr);
+
+    // Adds a series; returns its index. Values are in base units (bytes, bytes/s): they are divided by
+    // |unitScale| for display.
+    int addSeries(const QString &name, const QColor &color);
+    // Appends a sample at |time| seconds (any monotonic clock). Samples older than the window are dropped.
+    void addSample(int series, double time, double value);
+    void setWindow(double seconds) { window_ = seconds; }
+    double window() const { return window_; }
+
+    int sampleCount(int series) const { return int(series_.at(series).points.size()); }
+    // The top of the y axis, in display units, for what is in the window now.
+    double axisMaximum() const;
+
+    // Pure: the smallest "nice" value (1, 2, 2.5 or 5 times a power of ten) at or above |value|.
+    static double niceCeiling(double value);
+
+    QSize sizeHint() const override { return {360, 160}; }
+    QSize minimumSizeHint() const override { return {200, 110}; }
+
+protected:
+    void paintEvent(QPaintEvent *) override;
+
+private:
+    struct Series {
+        QString name;
+        QColor color;
+        QList<QPointF> points; // (time, value in display units)
+    };
+    QString title_;
+    QString unit_;
+    double unitScale_;
+    double window_ = 120;
+    double latest_ = 0;
+    QList<Series> series_;
+};
+
+} // namespace SaneCopy
