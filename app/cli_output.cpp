@@ -77,7 +77,8 @@ std::string json_event(const JobEvent &e)
     switch (e.kind) {
     case JobEvent::Kind::FileDone:
         return "{\"type\":\"file_done\",\"source\":" + json_string(e.path) + ",\"target\":" + json_string(e.target) +
-               ",\"bytes\":" + std::to_string(e.bytes) + "}";
+               ",\"bytes\":" + std::to_string(e.bytes) +
+               (e.message.empty() ? std::string() : ",\"note\":" + json_string(e.message)) + "}";
     case JobEvent::Kind::Skipped:
         return "{\"type\":\"skipped\",\"source\":" + json_string(e.path) + ",\"message\":" + json_string(e.message) +
                "}";

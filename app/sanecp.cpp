@@ -58,6 +58,10 @@ public:
             std::fputs((cli::json_event(e) + "\n").c_str(), stdout);
             std::fflush(stdout);
         }
+        if (e.kind == JobEvent::Kind::FileDone && !e.message.empty()) {
+            clear_bar();
+            std::fprintf(stderr, "sanecp: %s: %s\n", e.path.c_str(), e.message.c_str());
+        }
         if (e.kind == JobEvent::Kind::Error || e.kind == JobEvent::Kind::Skipped) {
             clear_bar();
             std::fprintf(stderr, "sanecp: %s%s\n", e.kind == JobEvent::Kind::Skipped ? "skipped: " : "",
@@ -121,6 +125,12 @@ int main(int argc, char **argv)
                            "Copy next to existing files as \"name (1).ext\"");
     o->excludes(s)->excludes(r);
     s->excludes(r);
+    bool verify = false, rename_invalid = false;
+    app.add_flag("--verify", verify,
+                 "Read every file back from the device once it is there, and compare XXH3 hashes with the source");
+    app.add_flag("--rename-invalid", rename_invalid,
+                 "Copy names FAT/exFAT refuse (: ? * \" < > | \\, trailing dots or spaces) under a safe name, "
+                 "instead of skipping them");
     app.set_version_flag("--version", std::string("sanecp ") + SANECOPY_VERSION);
     try {
         app.parse(argc, argv);
@@ -135,6 +145,8 @@ int main(int argc, char **argv)
     spec.destination = paths.back();
     paths.pop_back();
     spec.sources = std::move(paths);
+    spec.verify = verify;
+    spec.rename_invalid = rename_invalid;
     spec.conflict = overwrite         ? ConflictPolicy::Overwrite
                     : skip_existing   ? ConflictPolicy::Skip
                     : rename_existing ? ConflictPolicy::Rename

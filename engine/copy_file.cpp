@@ -56,8 +56,8 @@ bool is_unsupported(int err)
 
 class Mover {
 public:
-    Mover(int src, int dst, CopySession &session, const std::string &path)
-        : src_(src), dst_(dst), session_(session), path_(path)
+    Mover(int src, int dst, CopySession &session, const std::string &path, uint64_t start = 0)
+        : src_(src), dst_(dst), session_(session), path_(path), dst_pos_known_(start == 0)
     {
     }
 
@@ -144,7 +144,7 @@ private:
     int src_, dst_;
     CopySession &session_;
     const std::string &path_;
-    bool dst_pos_known_ = true; // a fresh destination sits at 0
+    bool dst_pos_known_;        // a fresh destination sits at 0; a resumed one must be positioned
     uint64_t dst_pos_ = 0;
 };
 
@@ -165,13 +165,15 @@ bool try_clone(int src, int dst, CopySession &session, Status &error, const std:
 } // namespace
 
 Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
-                      ProgressCounters &counters, const std::string &path, FileCopyResult &result)
+                      ProgressCounters &counters, const std::string &path, FileCopyResult &result, uint64_t start)
 {
     result = {};
     if (size == 0)
         return {};
+    start = std::min(start, size);
+    result.copied = result.durable = start;
     Status clone_error;
-    if (try_clone(src, dst, session, clone_error, path)) {
+    if (start == 0 && try_clone(src, dst, session, clone_error, path)) {
         result.copied = size;
         counters.written_bytes.fetch_add(size, std::memory_order_relaxed);
         return {};
@@ -181,7 +183,7 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
 
     SourceCache source(src, size, session.route.evict);
     WritebackWindows windows(dst, session.route.writeback, path);
-    Mover mover(src, dst, session, path);
+    Mover mover(src, dst, session, path, start);
     if (!session.meter.measured())
         session.meter.start(monotonic_seconds(), session.durable_total);
 
@@ -190,7 +192,7 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
         session.count_durable(bytes, counters);
     };
 
-    uint64_t off = 0;
+    uint64_t off = start;
     while (off < size) {
         if (control.pause_requested()) {
             // Let the device catch up first, so the paused bar shows what is really on it.

@@ -59,8 +59,11 @@ struct FileCopyResult {
     uint64_t copied = 0;  // bytes moved (less than asked when the source ended early)
     uint64_t durable = 0; // of those, already counted durable in |counters|
 };
+// With |start| > 0 the first |start| bytes are already in |dst| (a resumed part file): copying begins there, and
+// |result| counts them as copied and durable.
 Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
-                      ProgressCounters &counters, const std::string &display_path, FileCopyResult &result);
+                      ProgressCounters &counters, const std::string &display_path, FileCopyResult &result,
+                      uint64_t start = 0);
 
 // For small files, batched by the caller: moves all bytes and starts their writeback without waiting. Their
 // durability comes from the batch's one sync.

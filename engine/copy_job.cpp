@@ -6,6 +6,7 @@
 #include "fd.h"
 #include "sys.h"
 #include "tree_plan.h"
+#include "verify.h"
 
 #include <fcntl.h>
 #include <map>
@@ -15,6 +16,11 @@
 #include <unistd.h>
 
 namespace sanecopy {
+
+bool keeps_part_file(int err)
+{
+    return err == EIO || err == ENODEV || err == ENXIO || err == ENOTCONN || err == ESHUTDOWN;
+}
 
 bool is_device_fatal(int err)
 {
@@ -84,6 +90,8 @@ std::string join(const std::string &a, const std::string &b)
     return a + "/" + b;
 }
 
+std::string join_notes(const std::string &a, const std::string &b) { return a.empty() ? b : b.empty() ? a : a + "; " + b; }
+
 std::pair<std::string, std::string> split_rel(const std::string &rel)
 {
     const auto slash = rel.rfind('/');
@@ -99,6 +107,8 @@ struct BatchFile {
     SharedDirFd dir;
     std::string dir_display;
     ConflictPolicy policy = ConflictPolicy::Refuse;
+    UniqueFd source_fd; // kept for verify
+    std::string note;   // for its file_done event
 };
 
 struct FinishedDir {
@@ -120,7 +130,8 @@ private:
     void emit(JobEvent e) { sink_(e); }
     void report_error(Status s, const std::string &path);
     void report_skip(const std::string &path, const std::string &why);
-    void report_done(const std::string &source, std::string target, uint64_t bytes);
+    void report_done(const std::string &source, std::string target, uint64_t bytes, std::string note = {});
+    Status verify_part(const PartFile &part, int source, uint64_t size);
     bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
 
     void run_item(const ItemPlan &plan);
@@ -128,12 +139,17 @@ private:
                     std::vector<FinishedDir> &dirs);
     Status copy_regular(const std::string &source, const SharedDirFd &src_dir, const std::string &name,
                         const PlanEntry &entry, const SharedDirFd &dst_dir, const std::string &dst_display,
-                        const std::string &dst_name, ConflictPolicy policy);
+                        const std::string &dst_name, ConflictPolicy policy, const std::string &note);
     void flush_batch();
     void finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs);
     Status sync_dir_now(const SharedDirFd &dir, const std::string &display);
 
     bool syncs() const { return device_.writeback != WritebackMode::None; }
+    // The destination path for a source path below the item: each component made storable when the spec
+    // asks for safe names, so a renamed folder's contents follow it.
+    std::string target_rel(const std::string &rel) const;
+    // For the file_done event: why the name changed, if it did.
+    std::string rename_note(const std::string &rel) const;
 
     const JobSpec &spec_;
     const JobControl &control_;
@@ -173,7 +189,31 @@ void JobRunner::report_skip(const std::string &path, const std::string &why)
     emit(std::move(e));
 }
 
-void JobRunner::report_done(const std::string &source, std::string target, uint64_t bytes)
+std::string JobRunner::target_rel(const std::string &rel) const
+{
+    if (!spec_.rename_invalid)
+        return rel;
+    std::string out;
+    size_t start = 0;
+    while (start <= rel.size()) {
+        const size_t slash = rel.find('/', start);
+        const std::string part = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        out = join(out, safe_name(part, device_.limits));
+        if (slash == std::string::npos)
+            break;
+        start = slash + 1;
+    }
+    return out;
+}
+
+std::string JobRunner::rename_note(const std::string &rel) const
+{
+    const std::string name = split_rel(rel).second;
+    const std::string why = name_problem(name, device_.limits);
+    return why.empty() ? std::string() : "renamed to \"" + safe_name(name, device_.limits) + "\": the name " + why;
+}
+
+void JobRunner::report_done(const std::string &source, std::string target, uint64_t bytes, std::string note)
 {
     ++summary_.files_copied;
     summary_.bytes += bytes;
@@ -182,6 +222,7 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
     e.path = source;
     e.target = std::move(target);
     e.bytes = bytes;
+    e.message = std::move(note);
     emit(std::move(e));
 }
 
@@ -275,7 +316,7 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
 {
     const CopyItem &item = plan.item;
     const std::string src_rel = join(item.source_name, entry.rel);
-    const std::string dst_rel = join(item.target_name, entry.rel);
+    const std::string dst_rel = target_rel(join(item.target_name, entry.rel));
     const std::string source = join(strip_trailing_slashes(item.source), entry.rel);
     if (!entry.skip_reason.empty()) {
         if (entry.kind == EntryKind::Special && entry.rel.empty()) {
@@ -337,7 +378,8 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
             report_error(std::move(s), source);
             return;
         }
-        report_done(source, dst_display + "/" + final_name, 0);
+        report_done(source, dst_display + "/" + final_name, 0,
+                    spec_.rename_invalid ? rename_note(join(item.target_name, entry.rel)) : std::string());
         return;
     }
     case EntryKind::File:
@@ -388,7 +430,8 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
         }
     }
     for (;;) {
-        Status s = copy_regular(source, src_dir, name, entry, dst_dir, dst_display, dst_name, policy);
+        Status s = copy_regular(source, src_dir, name, entry, dst_dir, dst_display, dst_name, policy,
+                                spec_.rename_invalid ? rename_note(join(item.target_name, entry.rel)) : std::string());
         if (s.ok() || s.err() == ECANCELED)
             return;
         if (!spec_.ask_error) {
@@ -411,7 +454,7 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
 
 Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src_dir, const std::string &name,
                                const PlanEntry &entry, const SharedDirFd &dst_dir, const std::string &dst_display,
-                               const std::string &dst_name, ConflictPolicy policy)
+                               const std::string &dst_name, ConflictPolicy policy, const std::string &note)
 {
     // O_NONBLOCK: if the file was swapped for a FIFO since the walk, opening it must not wait for a writer.
     UniqueFd in(retry_eintr([&] {
@@ -435,36 +478,71 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
     if (!small)
         flush_batch(); // keeps durability in order and the dirty budget to one of the two at a time
 
-    auto part = PartFile::create(dst_dir, dst_display, dst_name);
+    // A part file left by an interrupted run (SIGKILL, a crash, a pulled stick) is resumed from its verified
+    // prefix. Small files simply start over.
+    uint64_t start = 0;
+    Result<PartFile> part = Status::from_errno(ENOENT, "open", dst_name);
+    if (!small && syncs()) {
+        uint64_t have = 0;
+        part = PartFile::reopen(dst_dir, dst_display, dst_name, have);
+        if (part.ok()) {
+            auto reader = part->open_for_reading();
+            start = reader.ok() ? resume_point(in.get(), size, reader->get(), have) : 0;
+            // Whatever lies past the verified prefix is not trusted: cut it off.
+            if (start == 0 || sys().ftruncate(part->fd(), off_t(start)) < 0) {
+                start = 0;
+                part = Status::from_errno(ENOENT, "open", dst_name);
+            }
+        }
+    }
+    if (!part.ok())
+        part = PartFile::create(dst_dir, dst_display, dst_name);
     if (!part.ok())
         return part.status();
     PartFile &pf = part.value();
+    // After the device failed (EIO, the stick pulled out), what is on it stays as a part file for the next run to
+    // resume; any other failure takes its part file away (ENOSPC: so the space comes back).
+    auto fail = [&](Status error) {
+        if (!small && keeps_part_file(error.err()))
+            pf.keep();
+        return error;
+    };
+    if (start > 0) {
+        counters_.written_bytes.fetch_add(start);
+        counters_.durable_bytes.fetch_add(start);
+    }
     if (!small && syncs()) {
         // Reserve the space now: a full stick is found before the copy, not at 97 %. KEEP_SIZE leaves the
         // file's size growing with its data. Filesystems without fallocate just copy. Small files skip it: the
         // up-front space check covers them, and a syscall each is what makes thousands of them slow.
-        if (sys().fallocate(pf.fd(), FALLOC_FL_KEEP_SIZE, 0, off_t(size)) < 0 && (errno == ENOSPC || errno == EDQUOT))
+        if (sys().fallocate(pf.fd(), FALLOC_FL_KEEP_SIZE, off_t(start), off_t(size - start)) < 0 &&
+            (errno == ENOSPC || errno == EDQUOT))
             return Status::from_errno(errno, "allocate", pf.display_path());
     }
     FileCopyResult copied;
     Status s = small ? copy_small_file_data(in.get(), pf.fd(), size, session_, counters_, pf.display_path(), copied)
-                     : copy_file_data(in.get(), pf.fd(), size, session_, control_, counters_, pf.display_path(), copied);
+                     : copy_file_data(in.get(), pf.fd(), size, session_, control_, counters_, pf.display_path(),
+                                      copied, start);
     if (s)
         s = pf.set_attributes(entry.mode, entry.mtime);
     if (!s)
-        return s; // |part| goes out of scope: the part file is removed
+        return fail(std::move(s)); // unless kept, the part file is removed as |part| goes
     if (small) {
         batch_bytes_ += copied.copied;
-        batch_.push_back({std::move(pf), source, copied.copied, dst_dir, dst_display, policy});
+        batch_.push_back({std::move(pf), source, copied.copied, dst_dir, dst_display, policy, std::move(in), note});
         if (batch_bytes_ >= spec_.batch_bytes || batch_.size() >= spec_.batch_files)
             flush_batch();
         return {};
     }
     if (syncs()) {
         if (Status ds = pf.sync_data(); !ds)
-            return ds;
+            return fail(std::move(ds));
     }
     session_.count_durable(copied.copied - copied.durable, counters_);
+    if (spec_.verify) {
+        if (Status vs = verify_part(pf, in.get(), copied.copied); !vs)
+            return fail(std::move(vs));
+    }
     std::string final_name;
     if (Status cs = pf.commit(policy, &final_name); !cs)
         return cs;
@@ -472,8 +550,20 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
         if (Status ds = sync_dir_now(dst_dir, dst_display); !ds)
             return ds;
     }
-    report_done(source, dst_display + "/" + final_name, copied.copied);
+    std::string notes = note;
+    if (start > 0)
+        notes = join_notes(notes, "resumed after " + std::to_string(start >> 20) + " MiB already on the device");
+    report_done(source, dst_display + "/" + final_name, copied.copied, notes);
     return {};
+}
+
+Status JobRunner::verify_part(const PartFile &part, int source, uint64_t size)
+{
+    auto reader = part.open_for_reading();
+    if (!reader.ok())
+        return reader.status();
+    counters_.set_current_file(part.display_path() + " (verifying)");
+    return verify_copy(source, reader->get(), size, part.display_path());
 }
 
 Status JobRunner::sync_dir_now(const SharedDirFd &dir, const std::string &display)
@@ -514,6 +604,18 @@ void JobRunner::flush_batch()
         if (session_.route.evict) // on the device now, so clean: nothing keeps them in memory
             sys().fadvise(f.part.fd(), 0, 0, POSIX_FADV_DONTNEED);
     }
+    if (spec_.verify) {
+        std::vector<BatchFile> verified;
+        for (BatchFile &f : batch) {
+            if (Status vs = verify_part(f.part, f.source_fd.get(), f.copied); !vs)
+                report_error(std::move(vs), f.source); // its part file goes with |batch|
+            else
+                verified.push_back(std::move(f));
+        }
+        batch = std::move(verified);
+        if (batch.empty())
+            return;
+    }
 
     std::vector<std::pair<BatchFile *, std::string>> published;
     std::set<int> dirs;
@@ -542,7 +644,7 @@ void JobRunner::flush_batch()
             report_error(Status(s.code(), s.op(), target), f->source);
             continue;
         }
-        report_done(f->source, target, f->copied);
+        report_done(f->source, target, f->copied, f->note);
     }
 }
 
@@ -603,7 +705,7 @@ JobPlan plan_job(const JobSpec &spec)
             const std::string source = join(strip_trailing_slashes(item.item.source), e.rel);
             if (e.skip_reason.empty()) {
                 const std::string name = e.rel.empty() ? item.item.target_name : split_rel(e.rel).second;
-                if (std::string why = name_problem(name, plan.device.limits); !why.empty())
+                if (std::string why = name_problem(name, plan.device.limits); !why.empty() && !spec.rename_invalid)
                     e.skip_reason = why;
                 else if (e.kind == EntryKind::File && e.size > plan.device.limits.max_file_size)
                     e.skip_reason = "is larger than the destination's filesystem can store in one file "

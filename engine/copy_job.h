@@ -49,6 +49,10 @@ struct JobSpec {
     uint64_t batch_bytes = 16 * 1024 * 1024;      // a batch's bytes stay within the dirty budget
     unsigned batch_files = 256;                   // and its descriptors within reason
     ChunkLimits limits;
+    // Read every file back from the device after it is durable and compare XXH3 hashes with the source.
+    bool verify = false;
+    // Names the target filesystem refuses (FAT/exFAT) are copied under a safe name instead of being left out.
+    bool rename_invalid = false;
     // When set, an existing target asks here instead of applying |conflict|.
     std::function<ConflictAnswer(const ConflictQuestion &)> ask_conflict;
     // When set, a file that fails asks here instead of being reported and passed over.
@@ -104,5 +108,8 @@ JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, Progress
 
 // errno values after which no further file is attempted: the device is full, gone or read-only.
 bool is_device_fatal(int err);
+// errno values after which a big file's part file stays for a later run to resume: the device failed or went
+// away, but what it has is still good.
+bool keeps_part_file(int err);
 
 } // namespace sanecopy

@@ -309,6 +309,21 @@ FsLimits fs_limits_for(std::string_view fs_type)
     return limits;
 }
 
+std::string safe_name(std::string_view name, const FsLimits &limits)
+{
+    std::string out(name);
+    if (limits.forbids_fat_chars) {
+        for (char &c : out)
+            if (static_cast<unsigned char>(c) < 0x20 || std::string_view(":?*\"<>|\\").find(c) != std::string_view::npos)
+                c = '_';
+    }
+    if (limits.forbids_trailing_dot_space && out != "." && out != "..") {
+        for (auto it = out.rbegin(); it != out.rend() && (*it == '.' || *it == ' '); ++it)
+            *it = '_';
+    }
+    return out;
+}
+
 std::string name_problem(std::string_view name, const FsLimits &limits)
 {
     if (limits.forbids_fat_chars) {

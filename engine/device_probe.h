@@ -54,6 +54,10 @@ FsLimits fs_limits_for(std::string_view fs_type);
 // Why |name| can't be stored on a filesystem with |limits|: empty when it can.
 std::string name_problem(std::string_view name, const FsLimits &limits);
 
+// A name the filesystem can store: each refused character becomes '_', and a trailing dot or space becomes '_'
+// too. Pure; returns |name| unchanged when it has no problem.
+std::string safe_name(std::string_view name, const FsLimits &limits);
+
 // How the engine keeps dirty pages bounded on a destination. Chosen by choose_writeback().
 enum class WritebackMode {
     None,      // tmpfs/ramfs: memory is the device; syncing or evicting buys nothing.

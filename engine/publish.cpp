@@ -95,6 +95,41 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
     }
 }
 
+Result<PartFile> PartFile::reopen(SharedDirFd dir, const std::string &dir_path, const std::string &name, uint64_t &size)
+{
+    PartFile part;
+    part.dir_ = std::move(dir);
+    part.name_ = name;
+    part.part_ = part_name_for(name);
+    part.display_ = dir_path + "/" + name;
+    int fd = retry_eintr(
+        [&] { return sys().openat(part.dir_->get(), part.part_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0); });
+    if (fd < 0)
+        return Status::from_errno(errno == ELOOP ? ENOENT : errno, "open", dir_path + "/" + part.part_);
+    part.fd_.reset(fd);
+    struct stat st {};
+    if (sys().fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return Status::from_errno(ENOENT, "open", dir_path + "/" + part.part_);
+    part.owned_ = true;
+    size = uint64_t(st.st_size);
+    return part;
+}
+
+void PartFile::keep()
+{
+    owned_ = false;
+    fd_.reset();
+}
+
+Result<UniqueFd> PartFile::open_for_reading() const
+{
+    int fd = retry_eintr(
+        [&] { return sys().openat(dir_->get(), part_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0); });
+    if (fd < 0)
+        return Status::from_errno(errno, "open", display_);
+    return UniqueFd(fd);
+}
+
 Status PartFile::set_attributes(mode_t mode, const struct timespec &mtime)
 {
     // Ownership is not copied, so neither are set-user/group-ID bits: they would hand the copier's identity

@@ -46,6 +46,11 @@ public:
     static Result<PartFile> create(SharedDirFd dir, const std::string &dir_path, const std::string &name,
                                    mode_t mode = 0600);
 
+    // Opens the part file an interrupted run left for |name|, for resuming; |size| is what it holds. Fails with
+    // ENOENT when there is none (or it is not a regular file), so the caller creates one.
+    static Result<PartFile> reopen(SharedDirFd dir, const std::string &dir_path, const std::string &name,
+                                   uint64_t &size);
+
     int fd() const { return fd_.get(); }
     const std::string &name() const { return name_; }
     const std::string &display_path() const { return display_; }
@@ -60,6 +65,11 @@ public:
     Status commit(ConflictPolicy policy, std::string *final_name = nullptr);
     // Unlinks the part file now.
     void discard();
+    // Lets go of the part file without removing it: after a device error, what is on the device stays there
+    // for the next run to resume from.
+    void keep();
+    // A second descriptor on the part file, for reading it back.
+    Result<UniqueFd> open_for_reading() const;
     // The descriptor can be closed early (a batch holds many part files); the name stays owned.
     Status close_fd();
 

@@ -132,6 +132,7 @@ quint64 EngineBridge::submit(const Options &options)
         spec.sources.push_back(s.toStdString());
     spec.destination = options.destination.toStdString();
     spec.conflict = sanecopy::ConflictPolicy(options.conflict);
+    spec.verify = options.verify;
 
     // The job's id is known only after submit; the callbacks read it from here.
     auto jobIdBox = std::make_shared<std::atomic<quint64>>(0);

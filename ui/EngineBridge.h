@@ -44,6 +44,7 @@ public:
         int conflict = int(sanecopy::ConflictPolicy::Refuse);
         bool askOnConflict = true;
         bool askOnError = true;
+        bool verify = false; // read each file back from the device and compare hashes
     };
 
     explicit EngineBridge(QObject *parent = nullptr, double tickSeconds = 0.2);

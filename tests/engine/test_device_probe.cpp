@@ -365,7 +365,7 @@ TEST_CASE("choose_writeback: FUSE, network and stacked filesystems sync per chun
     CHECK(choose_writeback(kFuseMagic, "fuseblk") == WritebackMode::ChunkSync);
 }
 
-TEST_CASE("choose_writeback: an unknown type syncs per chunk; with no type the magic decides", "[device_probe]")
+TEST_CASE("choose_writeback: an unknown type syncs per chunk, with no type the magic decides", "[device_probe]")
 {
     CHECK(choose_writeback(0x2fc12fc1, "zfs") == WritebackMode::ChunkSync);
     CHECK(choose_writeback(kExtMagic, "") == WritebackMode::Windows);
@@ -427,7 +427,7 @@ TEST_CASE("probe_block_device: anonymous devices (0:NN) have no sysfs entry", "[
     CHECK(info.bdi.empty());
 }
 
-TEST_CASE("device_key: the BDI names the writer; without one, st_dev does", "[device_probe]")
+TEST_CASE("device_key: the BDI names the writer, without one st_dev does", "[device_probe]")
 {
     DeviceInfo part1, part2;
     REQUIRE(probe_block_device(8, 17, kSysfs, part1));

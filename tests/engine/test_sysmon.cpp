@@ -132,7 +132,7 @@ TEST_CASE("bdi stats: a name that is a path is refused", "[sysmon]")
 
 // --- cachestat(2) ------------------------------------------------------------------------------------------
 
-TEST_CASE("cachestat: a fresh file is cached; after fdatasync and DONTNEED it is clean and gone", "[sysmon]")
+TEST_CASE("cachestat: a fresh file is cached, after fdatasync and DONTNEED it is clean and gone", "[sysmon]")
 {
     test::TempDir dir;
     const uint64_t size = 4 << 20;

@@ -163,6 +163,63 @@ def case_cached_source_left_alone(work):
         check(after >= 0.95, f"the copy evicted pages it did not bring in ({before:.1%} -> {after:.1%})")
 
 
+def case_resume_after_kill(work):
+    """SIGKILL mid-copy: nothing under the real name; the rerun continues from the part file and the device writes
+    clearly less than the whole file again."""
+    with stick.Stick(size_mib=512, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "big.bin"), 160 * MiB)
+        uncache(src)
+        dst = os.path.join(s.mnt, "big.bin")
+        killed = []
+
+        def kill(rec, proc):
+            if not killed and rec["durable_bytes"] > 80 * MiB:
+                proc.kill()  # no clean-up runs: what a crash or power cut leaves
+                killed.append(rec["durable_bytes"])
+
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, _, _, _, _ = run_sanecp([src, s.mnt + "/"], sampler, kill)
+        check(killed, "the copy ended before it could be killed")
+        check(rc != 0, "a killed sanecp exited 0")
+        check(not os.path.exists(dst), "a half file stands under the real name")
+        part = os.path.join(s.mnt, ".big.bin.part")
+        check(os.path.exists(part), "no part file to resume from")
+        stick.syncfs(s.mnt)
+        started = time.monotonic()
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, records, err, _, left = run_sanecp([src, s.mnt + "/"], sampler)
+            check(rc == 0, f"rerun exit {rc}: {err}")
+            assert_nothing_left(s, left, sampler)
+            rerun_written = sampler.written_since_start()
+        rerun_seconds = time.monotonic() - started
+        print(f"killed at {killed[0] / MiB:.0f} MiB durable; rerun wrote {rerun_written / MiB:.0f} MiB "
+              f"in {rerun_seconds:.1f} s (a full copy is 160 MiB, about {160 * MiB / RATE:.1f} s)")
+        check(rerun_written < 0.7 * 160 * MiB, f"the rerun wrote {rerun_written / MiB:.0f} MiB: it did not resume")
+        notes = [r.get("note", "") for r in records if r["type"] == "file_done"]
+        check(any("resumed" in n for n in notes), f"no resume note in {notes}")
+        check(not os.path.exists(part), "the part file is still there")
+        check(filecmp.cmp(src, dst, shallow=False), "resumed copy differs")
+
+
+def case_verify_reads_from_device(work):
+    """--verify reads the copy back from the stick itself: its read counter grows by at least the file's size."""
+    with stick.Stick(size_mib=256, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "f.bin"), 48 * MiB)
+        uncache(src)
+
+        def sectors_read():
+            return int(open(f"/sys/block/{s.name}/stat").read().split()[2]) * 512
+
+        before = sectors_read()
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, _, err, _, _ = run_sanecp(["--verify", src, s.mnt + "/"], sampler)
+        read = sectors_read() - before
+        print(f"the stick delivered {read / MiB:.1f} MiB for a verify of 48 MiB")
+        check(rc == 0, f"exit {rc}: {err}")
+        check(read >= 48 * MiB, f"only {read / MiB:.1f} MiB were read from the device: verify read from memory")
+        check(stick.residency(os.path.join(s.mnt, "f.bin")) <= 0.01, "verify left the copy in the page cache")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

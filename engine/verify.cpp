@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "verify.h"
+
+#include "page_cache_policy.h"
+#include "sys.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fcntl.h>
+#include <vector>
+#include <xxhash.h>
+
+namespace sanecopy {
+
+namespace {
+
+// Reads exactly |len| bytes at |off| unless the file ends first; returns the count or -1.
+ssize_t read_full(int fd, char *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = retry_eintr([&] { return sys().pread(fd, buf + done, len - done, off_t(off + done)); });
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        done += size_t(n);
+    }
+    return ssize_t(done);
+}
+
+struct Xxh3 {
+    XXH3_state_t *state = XXH3_createState();
+    Xxh3() { XXH3_64bits_reset(state); }
+    ~Xxh3() { XXH3_freeState(state); }
+    Xxh3(const Xxh3 &) = delete;
+    Xxh3 &operator=(const Xxh3 &) = delete;
+};
+
+} // namespace
+
+Status verify_copy(int source, int copy, uint64_t size, const std::string &path)
+{
+    // Clean after fdatasync, so this really empties the cache of the copy: the reads below go to the device.
+    sys().fadvise(copy, 0, 0, POSIX_FADV_DONTNEED);
+    SourceCache source_cache(source, size, true);
+    constexpr size_t kBlock = 1 << 20;
+    std::vector<char> a(kBlock), b(kBlock);
+    Xxh3 ha, hb;
+    Status result;
+    for (uint64_t off = 0; off < size;) {
+        const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
+        const ssize_t na = read_full(source, a.data(), want, off);
+        if (na < 0) {
+            result = Status::from_errno(errno, "read source", path);
+            break;
+        }
+        const ssize_t nb = read_full(copy, b.data(), want, off);
+        if (nb < 0) {
+            result = Status::from_errno(errno, "read back", path);
+            break;
+        }
+        XXH3_64bits_update(ha.state, a.data(), size_t(na));
+        XXH3_64bits_update(hb.state, b.data(), size_t(nb));
+        if (na != ssize_t(want) || nb != ssize_t(want))
+            break; // a short file hashes short, and the digests tell
+        off += want;
+        source_cache.release_until(off);
+        // Drop what was read back as we go: verify must not fill the cache any more than the copy did.
+        sys().fadvise(copy, off_t(off - want), off_t(want), POSIX_FADV_DONTNEED);
+    }
+    source_cache.release_all();
+    sys().fadvise(copy, 0, 0, POSIX_FADV_DONTNEED);
+    if (!result.ok())
+        return result;
+    if (XXH3_64bits_digest(ha.state) != XXH3_64bits_digest(hb.state))
+        return Status::from_errno(EBADMSG, "verify", path)
+            .with_detail("the copy read back from the device differs from the source (verify failed)");
+    return {};
+}
+
+uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size)
+{
+    constexpr uint64_t kAlign = 64 * 1024;
+    constexpr uint64_t kWindow = 4 * 1024 * 1024;
+    if (part_size == 0 || part_size > source_size)
+        return 0;
+    const uint64_t at = part_size / kAlign * kAlign;
+    if (at == 0)
+        return 0;
+    // The tail is what a crash or a pulled stick damages (a size that reached the journal before its data, a
+    // half-written last window); a prefix whose last window matches the source is taken as the copy so far.
+    const uint64_t from = at > kWindow ? at - kWindow : 0;
+    const size_t len = size_t(at - from);
+    std::vector<char> a(len), b(len);
+    if (read_full(source, a.data(), len, from) != ssize_t(len) || read_full(part, b.data(), len, from) != ssize_t(len))
+        return 0;
+    return std::memcmp(a.data(), b.data(), len) == 0 ? at : 0;
+}
+
+} // namespace sanecopy
