@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace sanecopy {
@@ -192,8 +193,32 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
         session.count_durable(bytes, counters);
     };
 
+    // A sparse source (fewer blocks than its size needs) is copied data segment by data segment, so its holes
+    // stay holes where the target can keep them, instead of gigabytes of zeros going through the stick.
+    struct stat st {};
+    const bool sparse = sys().fstat(src, &st) == 0 && uint64_t(st.st_blocks) * 512 < size;
+    uint64_t data_end = sparse ? start : size; // end of the data segment |off| is in; looked up when reached
+
     uint64_t off = start;
     while (off < size) {
+        if (sparse && off >= data_end) {
+            off_t data = sys().lseek(src, off_t(off), SEEK_DATA);
+            if (data < 0 && errno != ENXIO)
+                return Status::from_errno(errno, "lseek(SEEK_DATA)", path);
+            const uint64_t next = data < 0 ? size : std::min<uint64_t>(uint64_t(data), size); // ENXIO: a hole to EOF
+            if (next > off) {
+                counters.written_bytes.fetch_add(next - off, std::memory_order_relaxed);
+                counters.durable_bytes.fetch_add(next - off, std::memory_order_relaxed);
+                result.durable += next - off;
+                off = next;
+                if (off >= size)
+                    break;
+            }
+            off_t hole = sys().lseek(src, off_t(off), SEEK_HOLE);
+            data_end = hole < 0 ? size : std::min<uint64_t>(uint64_t(hole), size);
+            if (data_end <= off)
+                data_end = size;
+        }
         if (control.pause_requested()) {
             // Let the device catch up first, so the paused bar shows what is really on it.
             uint64_t d = 0;
@@ -213,7 +238,7 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
 
         const ChunkPlan plan = plan_chunks(session.meter.measured() ? session.meter.rate() : 0, session.limits);
         uint64_t moved = 0;
-        if (Status s = mover.move(off, std::min(plan.chunk_bytes, size - off), moved); !s)
+        if (Status s = mover.move(off, std::min(plan.chunk_bytes, (sparse ? data_end : size) - off), moved); !s)
             return s;
         if (moved == 0)
             break; // the source shrank under us; what it had is copied
@@ -235,6 +260,9 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
     take_durable(d);
     source.release_all();
     result.copied = off;
+    // A trailing hole was never written: the size says it.
+    if (s && sparse && off == size && retry_eintr([&] { return sys().ftruncate(dst, off_t(size)); }) < 0)
+        return Status::from_errno(errno, "ftruncate", path);
     return s;
 }
 

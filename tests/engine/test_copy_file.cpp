@@ -419,3 +419,30 @@ TEST_CASE("verify: an intact copy passes, small files included")
     CHECK(same_bytes(t / "tree/small", t / "out/tree/small"));
     CHECK(fs.dontneed_calls > 0);
 }
+
+TEST_CASE("sparse file to file: holes stay holes and the bytes are identical")
+{
+    TempDir t;
+    {
+        // 64 MiB with 3 MiB of data: at the start, in the middle, and a trailing hole.
+        UniqueFd fd(::open((t / "sparse").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+        REQUIRE(fd.valid());
+        std::string block(MiB, 'x');
+        REQUIRE(::pwrite(fd.get(), block.data(), block.size(), 0) == ssize_t(MiB));
+        REQUIRE(::pwrite(fd.get(), block.data(), block.size(), 20 * MiB) == ssize_t(MiB));
+        REQUIRE(::pwrite(fd.get(), block.data(), block.size(), 41 * MiB + 4096) == ssize_t(MiB));
+        REQUIRE(::ftruncate(fd.get(), 64 * MiB) == 0);
+    }
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "sparse", t / "copy", 64 * MiB, result, counters).ok());
+    CHECK(same_bytes(t / "sparse", t / "copy"));
+    CHECK(file_size(t / "copy") == 64 * MiB);
+    struct stat st {};
+    REQUIRE(::stat((t / "copy").c_str(), &st) == 0);
+    CHECK(uint64_t(st.st_blocks) * 512 < 8 * MiB); // the 61 MiB of holes were not written
+    CHECK(fs.moved.load() < 4 * MiB);
+    CHECK(counters.durable_bytes == 64 * MiB);
+}
