@@ -660,10 +660,8 @@ void JobRunner::finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs)
             continue;
         }
         const std::string display = join(dst.display(), it->rel);
-        struct timespec times[2] = {{0, UTIME_OMIT}, it->mtime};
-        if (sys().fchmod(dir->get(), it->mode & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0 ||
-            sys().futimens(dir->get(), times) < 0) {
-            report_error(Status::from_errno(errno, "set attributes", display), display);
+        if (Status s = apply_attributes(dir->get(), it->mode, it->mtime, display); !s) {
+            report_error(std::move(s), display);
             continue;
         }
         if (syncs() && device_.writeback != WritebackMode::Windows) {

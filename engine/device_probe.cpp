@@ -4,6 +4,8 @@
 #include "fd.h"
 #include "sys.h"
 
+#include <blkid/blkid.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fcntl.h>
@@ -294,11 +296,12 @@ const MountEntry *find_mount(const std::vector<MountEntry> &mounts, std::string_
 FsLimits fs_limits_for(std::string_view fs_type)
 {
     FsLimits limits;
-    if (fs_type == "vfat" || fs_type == "msdos" || fs_type == "fat") {
+    // fusefat mounts as "fuse.fusefat"; the FUSE exFAT driver names itself "exfat-fuse" in some versions.
+    if (fs_type == "vfat" || fs_type == "msdos" || fs_type == "fat" || fs_type == "fusefat") {
         limits.max_file_size = 4ull * 1024 * 1024 * 1024 - 1; // the directory entry's size field is 32 bits
         limits.forbids_fat_chars = true;
         limits.forbids_trailing_dot_space = true;
-    } else if (fs_type == "exfat") {
+    } else if (fs_type == "exfat" || fs_type == "exfat-fuse") {
         limits.forbids_fat_chars = true;
         limits.forbids_trailing_dot_space = true;
     } else if (fs_type == "ntfs" || fs_type == "ntfs3" || fs_type == "ntfs-3g") {
@@ -401,6 +404,45 @@ bool probe_block_device(unsigned major_no, unsigned minor_no, std::string_view s
     return true;
 }
 
+std::string parse_udev_fs_type(std::string_view udev_data)
+{
+    for (std::string_view line : split(udev_data, '\n')) {
+        constexpr std::string_view key = "E:ID_FS_TYPE=";
+        if (line.substr(0, key.size()) == key)
+            return std::string(trim(line.substr(key.size())));
+    }
+    return {};
+}
+
+std::string probe_fs_type_with_blkid(const std::string &device)
+{
+    // libblkid reads the superblock itself, outside the syscall seam: this is a read-only probe of a few
+    // sectors, not a copy step, and it needs read access to the device (root, or the disk group).
+    blkid_probe probe = blkid_new_probe_from_filename(device.c_str());
+    if (!probe)
+        return {};
+    std::string type;
+    blkid_probe_enable_superblocks(probe, 1);
+    blkid_probe_set_superblocks_flags(probe, BLKID_SUBLKS_TYPE);
+    const char *value = nullptr;
+    if (blkid_do_safeprobe(probe) == 0 && blkid_probe_lookup_value(probe, "TYPE", &value, nullptr) == 0 && value)
+        type = value;
+    blkid_free_probe(probe);
+    return type;
+}
+
+std::string detect_fs_type(const std::string &device, unsigned major_no, unsigned minor_no)
+{
+    // udev's database is readable by everyone and already knows; libblkid works without udev (containers,
+    // early boot) where the device is readable.
+    const std::string udev = "/run/udev/data/b" + std::to_string(major_no) + ":" + std::to_string(minor_no);
+    if (auto text = read_kernel_text(udev)) {
+        if (std::string type = parse_udev_fs_type(*text); !type.empty())
+            return type;
+    }
+    return probe_fs_type_with_blkid(device);
+}
+
 Result<DeviceInfo> probe_device(const std::string &folder)
 {
     int raw = retry_eintr(
@@ -447,10 +489,14 @@ Result<DeviceInfo> probe_device(const std::string &folder)
         info.fs_type = mount->fs_type;
         info.fs_subtype = mount->fs_subtype;
     }
-    if (mount && mount->fs_type == "fuseblk")
+    if (mount && mount->fs_type == "fuseblk") {
         probe_block_source(*mount, info);
-    else
+        // mountinfo says only "fuseblk" for exfat-fuse and ntfs-3g: ask the device what it holds.
+        if (info.fs_subtype.empty() && !mount->source.empty())
+            info.fs_subtype = detect_fs_type(mount->source, dev_major, dev_minor);
+    } else {
         probe_block_device(dev_major, dev_minor, "/sys", info);
+    }
 
     // A fuseblk without a subtype (exfat-fuse, ntfs-3g) gets no limits here: the type has to come from the
     // device itself.

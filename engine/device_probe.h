@@ -94,6 +94,14 @@ WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
 // Fills block_device, disk, bdi, removable, rotational. Returns false when it is not a block device.
 bool probe_block_device(unsigned major, unsigned minor, std::string_view sysfs_root, DeviceInfo &info);
 
+// The filesystem type udev recorded for a block device ("E:ID_FS_TYPE=exfat" in /run/udev/data/bMAJ:MIN). Pure.
+std::string parse_udev_fs_type(std::string_view udev_data);
+// The filesystem type libblkid finds on |device| (a block device, or an image file); empty when unknown or
+// unreadable.
+std::string probe_fs_type_with_blkid(const std::string &device);
+// udev's record first, libblkid second. For fuseblk mounts, where mountinfo names no type.
+std::string detect_fs_type(const std::string &device, unsigned major_no, unsigned minor_no);
+
 // The full probe of an existing folder. Reads /proc/self/mountinfo and /sys.
 // Fails only when the folder can't be opened or stat'ed. Without a readable mountinfo or sysfs (a bare
 // container) the mount and block-device fields stay empty and the writeback mode follows the statfs magic.

@@ -132,13 +132,25 @@ Result<UniqueFd> PartFile::open_for_reading() const
 
 Status PartFile::set_attributes(mode_t mode, const struct timespec &mtime)
 {
+    return apply_attributes(fd_.get(), mode, mtime, display_);
+}
+
+bool cannot_store_attributes(int err)
+{
+    // FAT has no permission bits (vfat refuses what it can't represent with EPERM), and several FUSE drivers
+    // implement neither chmod nor utimens. Such a filesystem keeps the data; the attributes are best-effort.
+    return err == ENOSYS || err == EOPNOTSUPP || err == EPERM;
+}
+
+Status apply_attributes(int fd, mode_t mode, const struct timespec &mtime, const std::string &display)
+{
     // Ownership is not copied, so neither are set-user/group-ID bits: they would hand the copier's identity
     // to whatever the file runs.
-    if (sys().fchmod(fd_.get(), mode & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0)
-        return Status::from_errno(errno, "fchmod", display_);
+    if (sys().fchmod(fd, mode & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0 && !cannot_store_attributes(errno))
+        return Status::from_errno(errno, "fchmod", display);
     struct timespec times[2] = {{0, UTIME_OMIT}, mtime};
-    if (sys().futimens(fd_.get(), times) < 0)
-        return Status::from_errno(errno, "futimens", display_);
+    if (sys().futimens(fd, times) < 0 && !cannot_store_attributes(errno))
+        return Status::from_errno(errno, "futimens", display);
     return {};
 }
 

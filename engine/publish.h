@@ -87,6 +87,11 @@ Status publish_symlink(const SharedDirFd &dir, const std::string &dir_path, cons
                        const std::string &target, const struct timespec &mtime, ConflictPolicy policy,
                        std::string *final_name = nullptr);
 
+// Permission bits (without set-user/group-ID) and modification time onto an open file or folder. Filesystems
+// that can't store them (FAT, some FUSE drivers) are not an error.
+Status apply_attributes(int fd, mode_t mode, const struct timespec &mtime, const std::string &display);
+bool cannot_store_attributes(int err);
+
 // fsync on a directory, so that renames into it are durable.
 Status sync_directory(int dirfd, const std::string &path);
 

@@ -18,9 +18,11 @@ mode=${1:-run}
 # recommended by qt6-base-dev, yet Qt6's CMake configs fail without it.
 packages=(
     g++ cmake ninja-build pkg-config
-    catch2 libcli11-dev libxxhash-dev
+    catch2 libcli11-dev libxxhash-dev libblkid-dev
     qt6-base-dev libqt6opengl6-dev fonts-dejavu-core
+    extra-cmake-modules libkf5kio-dev kio kde-cli-tools
     python3 util-linux mount e2fsprogs rsync
+    dosfstools fusefat exfatprogs exfat-fuse
 )
 
 missing=()

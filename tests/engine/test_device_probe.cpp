@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <unistd.h>
 #include <map>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -619,4 +621,33 @@ TEST_CASE("probe_device: without a readable mountinfo it still succeeds and goes
     CHECK(info.fs_type.empty());
     CHECK(info.writeback == WritebackMode::Windows);
     CHECK(info.bdi == "8:16"); // sysfs still answers for st_dev
+}
+
+TEST_CASE("fuseblk: udev's record names the filesystem", "[device_probe]")
+{
+    CHECK(parse_udev_fs_type("S:disk/by-uuid/1234\nE:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=exfat\nE:ID_FS_LABEL=STICK\n") ==
+          "exfat");
+    CHECK(parse_udev_fs_type("E:ID_BUS=usb\n").empty());
+}
+
+TEST_CASE("fuseblk: libblkid reads the type from the device itself", "[device_probe]")
+{
+    sanecopy::test::TempDir t;
+    const std::string img = t / "fat.img";
+    std::ofstream(img).close();
+    REQUIRE(::truncate(img.c_str(), 64 * 1024 * 1024) == 0);
+    // A real FAT32 superblock, made by the real tool (dosfstools; packaging/dev.sh installs it).
+    const std::string mkfs = "mkfs.vfat -F 32 '" + img + "' >/dev/null 2>&1";
+    REQUIRE(std::system(mkfs.c_str()) == 0);
+    CHECK(probe_fs_type_with_blkid(img) == "vfat");
+    CHECK(fs_limits_for(probe_fs_type_with_blkid(img)).max_file_size == 4ull * 1024 * 1024 * 1024 - 1);
+    CHECK(probe_fs_type_with_blkid(t / "missing").empty());
+}
+
+TEST_CASE("fusefat: the FUSE FAT driver gets FAT's limits", "[device_probe]")
+{
+    CHECK(fs_limits_for("fusefat").max_file_size == 4ull * 1024 * 1024 * 1024 - 1);
+    CHECK(fs_limits_for("fusefat").forbids_fat_chars);
+    CHECK(safe_name("a:b?.txt.", fs_limits_for("exfat")) == "a_b_.txt_");
+    CHECK(safe_name("plain.txt", fs_limits_for("exfat")) == "plain.txt");
 }

@@ -220,6 +220,83 @@ def case_verify_reads_from_device(work):
         check(stick.residency(os.path.join(s.mnt, "f.bin")) <= 0.01, "verify left the copy in the page cache")
 
 
+def _fat_tree(work):
+    tree = os.path.join(work, "tree")
+    os.makedirs(tree)
+    for name, data in (("normal.txt", b"n"), ("a:b.txt", b"colon"), ("ends in dot.", b"dot")):
+        with open(os.path.join(tree, name), "wb") as f:
+            f.write(data)
+    with open(os.path.join(tree, "huge.bin"), "wb") as f:
+        f.truncate(5 << 30)  # sparse: 5 GiB that cost nothing to make
+    return tree
+
+
+def case_fat32_rules(work):
+    """On a FAT32 stick (fusefat): a file over 4 GiB - 1 and names FAT refuses are reported before copying, the
+    rest still copies; --rename-invalid stores those names safely. fusefat reports no size: free space unknown."""
+    for tool in ("mkfs.vfat", "fusefat", "fusermount"):
+        if shutil.which(tool) is None:
+            stick.skip(f"{tool} not found (dosfstools, fusefat)")
+    img = os.path.join(work, "fat.img")
+    with open(img, "wb") as f:
+        f.truncate(256 * MiB)
+    subprocess.run(["mkfs.vfat", "-F", "32", img], check=True, capture_output=True)
+    mnt = tempfile.mkdtemp(prefix="sanecopy-fat-")
+    subprocess.run(["fusefat", "-o", "rw+", img, mnt], check=True, capture_output=True)
+    try:
+        tree = _fat_tree(work)
+        r = subprocess.run([SANECP, tree, mnt + "/"], capture_output=True, text=True, timeout=120)
+        print(r.stderr)
+        check(r.returncode == 0, f"exit {r.returncode}")
+        check("huge.bin" in r.stderr and "larger than" in r.stderr, "the 5 GiB file was not refused up front")
+        check("a:b.txt" in r.stderr and "':'" in r.stderr, "the colon was not reported")
+        check("ends in dot." in r.stderr, "the trailing dot was not reported")
+        got = sorted(os.listdir(os.path.join(mnt, "tree")))
+        check(got == ["normal.txt"], f"on the stick: {got}")
+        r = subprocess.run([SANECP, "--rename-invalid", tree, os.path.join(mnt, "again")], capture_output=True,
+                           text=True, timeout=120)
+        check(r.returncode == 0, f"--rename-invalid exit {r.returncode}: {r.stderr}")
+        got = sorted(os.listdir(os.path.join(mnt, "again")))
+        check(got == ["a_b.txt", "ends in dot_", "normal.txt"], f"renamed: {got}")
+        check("renamed" in r.stderr, f"no rename reported: {r.stderr!r}")
+        with open(os.path.join(mnt, "again", "a_b.txt"), "rb") as f:
+            check(f.read() == b"colon", "renamed file has the wrong content")
+    finally:
+        subprocess.run(["fusermount", "-u", mnt])
+        os.rmdir(mnt)
+
+
+def case_exfat_fuseblk_detected(work):
+    """exfat-fuse mounts show only "fuseblk" in mountinfo: the filesystem is told from the device, so exFAT's
+    name rules apply."""
+    for tool in ("mkfs.exfat", "mount.exfat-fuse", "losetup"):
+        if shutil.which(tool) is None:
+            stick.skip(f"{tool} not found (exfatprogs, exfat-fuse)")
+    img = os.path.join(work, "exfat.img")
+    with open(img, "wb") as f:
+        f.truncate(128 * MiB)
+    subprocess.run(["mkfs.exfat", img], check=True, capture_output=True)
+    dev = subprocess.run(["losetup", "-f", "--show", img], check=True, capture_output=True, text=True).stdout.strip()
+    mnt = tempfile.mkdtemp(prefix="sanecopy-exfat-")
+    try:
+        subprocess.run(["mount.exfat-fuse", dev, mnt], check=True, capture_output=True)
+        try:
+            odd, plain = os.path.join(work, "what?.txt"), os.path.join(work, "plain.txt")
+            for path in (odd, plain):
+                with open(path, "w") as f:
+                    f.write("q")
+            r = subprocess.run([SANECP, odd, plain, mnt + "/"], capture_output=True, text=True, timeout=60)
+            print(r.stderr)
+            check(r.returncode == 0, f"exit {r.returncode}")
+            check("'?'" in r.stderr, f"the '?' was not reported: {r.stderr!r}")
+            check(os.listdir(mnt) == ["plain.txt"], f"on the stick: {os.listdir(mnt)}")
+        finally:
+            subprocess.run(["umount", mnt])
+    finally:
+        subprocess.run(["losetup", "-d", dev])
+        os.rmdir(mnt)
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
