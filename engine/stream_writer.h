@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// StreamWriter: a file whose bytes arrive as a stream of blocks (a KIO put(), a pipe) written with the same
+// chunk-and-sync policy as a copy. The blocks go into ".<name>.part" beside the target (publish.h); every
+// chunk (sized by plan_chunks() from the measured device rate) has its writeback started and queued as a
+// window (WritebackWindows), so dirty memory stays at (windows + 1) chunks and the progress counters count a
+// byte durable only once the device has it. finish() makes the rest durable and only then gives the file its
+// real name:
+//   1. the last chunk, then every window waited for;
+//   2. fdatasync (sync_data), then rename onto the real name (commit) under the conflict policy;
+//   3. fsync of the folder, so the rename survives a power cut.
+// Onto tmpfs (WritebackMode::None) none of the syncs are made: memory is the device.
+//
+// Whatever ends the stream before finish() succeeds (an error, abort(), destruction) removes the part file and
+// leaves an existing target untouched; nothing is ever visible under the real name before step 2.
+#pragma once
+
+#include "chunk_controller.h"
+#include "device_probe.h"
+#include "job_control.h"
+#include "publish.h"
+#include "result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+
+namespace sanecopy {
+
+class WritebackWindows;
+
+struct StreamOptions {
+    // What an existing target gets. Refuse and Skip: create() fails with EEXIST before anything is written.
+    // Overwrite: the target is replaced by rename at commit (a folder never is: EISDIR). Rename: the file is
+    // published under the first free alternative name, reported by finish().
+    ConflictPolicy conflict = ConflictPolicy::Refuse;
+    // The size announced by the sender, when it is known: the space is reserved up front (fallocate, size
+    // kept), so a full device fails create() instead of the last block; what is not used is given back.
+    std::optional<uint64_t> expected_size;
+    // Permission bits for the published file. Unset: 0666 less the umask, as any new file gets.
+    std::optional<mode_t> mode;
+    // Modification time for the published file. Unset: the time of the writes.
+    std::optional<struct timespec> mtime;
+    ChunkLimits limits;
+};
+
+class StreamWriter {
+public:
+    StreamWriter();
+    StreamWriter(StreamWriter &&other) noexcept;
+    StreamWriter &operator=(StreamWriter &&other) noexcept;
+    StreamWriter(const StreamWriter &) = delete;
+    StreamWriter &operator=(const StreamWriter &) = delete;
+    // Without a successful finish(): abort().
+    ~StreamWriter();
+
+    // Probes the target's folder (probe_device) for its writeback mode and filesystem limits, checks the
+    // target (exists: see StreamOptions::conflict; a name the filesystem can't store: EINVAL; larger than
+    // it can store: EFBIG), creates the part file and reserves expected_size. |target| is an absolute or
+    // relative path whose folder exists (else ENOENT). |counters| must outlive the writer: written_bytes,
+    // durable_bytes and device_rate are added to, nothing else is touched.
+    static Result<StreamWriter> create(const std::string &target, const StreamOptions &options,
+                                       ProgressCounters &counters);
+
+    // Writes |len| bytes at the end of what was written so far. Short writes and EINTR are carried on; the
+    // call returns once every byte was handed to the kernel, having waited, when a chunk was completed, for
+    // the windows the plan allows beyond it. Fails with the first write or writeback error (ENOSPC, EIO, ...);
+    // after a failure the writer is broken: every later write() and finish() returns that same error, and the
+    // part file goes when the writer does.
+    Status write(const void *data, std::size_t len);
+
+    // Makes the data durable and publishes it (steps 1-3 above). On success |final_path| (when given) is where
+    // the file landed (an alternative name under the Rename policy) and durable_bytes counts every byte. On
+    // failure the part file is removed at destruction or abort(); a replaced target is untouched.
+    Status finish(std::string *final_path = nullptr);
+
+    // Drops the part file now, with whatever the kernel still holds of it. Idempotent; a no-op after finish().
+    void abort();
+
+    bool valid() const { return part_.valid() || finished_; }
+    uint64_t bytes_written() const { return offset_; }
+    uint64_t bytes_durable() const { return durable_; }
+    WritebackMode writeback_mode() const { return mode_; }
+    // The part file's path, for tests and messages.
+    std::string part_path() const;
+
+private:
+    Status submit_chunk();
+    void take_durable(uint64_t bytes);
+    Status fail(Status s);
+
+    SharedDirFd dir_;
+    std::string dir_path_;
+    PartFile part_;
+    // Declared after part_ so it is destroyed first: its sync thread may be using the part file's descriptor.
+    std::unique_ptr<WritebackWindows> windows_;
+    ProgressCounters *counters_ = nullptr;
+    WritebackMode mode_ = WritebackMode::ChunkSync;
+    ConflictPolicy conflict_ = ConflictPolicy::Refuse;
+    std::optional<mode_t> file_mode_;
+    std::optional<struct timespec> mtime_;
+    ChunkLimits limits_;
+    ChunkPlan plan_;
+    RateMeter meter_;
+    uint64_t offset_ = 0;       // bytes handed to the kernel
+    uint64_t chunk_start_ = 0;  // where the chunk being filled began
+    uint64_t durable_ = 0;      // bytes counted durable
+    uint64_t reserved_ = 0;     // bytes fallocate'd up front
+    Status broken_;
+    bool finished_ = false;
+};
+
+} // namespace sanecopy

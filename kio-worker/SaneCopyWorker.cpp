@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "SaneCopyWorker.h"
+
+#include "EngineJob.h"
+#include "ExitCleanup.h"
+#include "SaneCopyLogging.h"
+#include "UrlMapping.h"
+
+#include "copy_job.h"
+#include "fd.h"
+#include "stream_writer.h"
+#include "sys.h"
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QMimeDatabase>
+#include <QUrl>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace SaneCopyKio;
+using sanecopy::retry_eintr;
+using sanecopy::sys;
+using sanecopy::UniqueFd;
+
+// The plugin's metadata for KIO: the protocol and what it can do (sanecopy.json). The worker itself runs from
+// kdemain() below.
+class KIOPluginForMetaData : public QObject
+{
+    Q_OBJECT
+    Q_PLUGIN_METADATA(IID "org.kde.kio.worker.sanecopy" FILE "sanecopy.json")
+};
+
+extern "C" Q_DECL_EXPORT int kdemain(int argc, char **argv)
+{
+    QCoreApplication app(argc, argv);
+    app.setApplicationName(QStringLiteral("kio_sanecopy"));
+    if (argc != 4) {
+        std::fprintf(stderr, "Usage: kio_sanecopy protocol domain-socket1 domain-socket2\n");
+        return -1;
+    }
+    ExitCleanup::installHook();
+    SaneCopyWorker worker(argv[2], argv[3]);
+    worker.dispatchLoop();
+    return 0;
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kProgressPeriod = 200ms;          // KIO passes progress on at about this rate anyway
+constexpr std::size_t kReadBlock = 1024 * 1024;  // get(): one data() message per block
+
+KIO::WorkerResult malformed(const QUrl &url)
+{
+    return KIO::WorkerResult::fail(KIO::ERR_MALFORMED_URL, url.toDisplayString());
+}
+
+std::string toStd(const QByteArray &bytes) { return std::string(bytes.constData(), std::size_t(bytes.size())); }
+QByteArray fromStd(const std::string &s) { return QByteArray(s.data(), int(s.size())); }
+
+std::pair<QByteArray, QByteArray> splitPath(const QByteArray &path)
+{
+    const int slash = path.lastIndexOf('/');
+    if (slash <= 0)
+        return {QByteArrayLiteral("/"), path.mid(slash + 1)};
+    return {path.left(slash), path.mid(slash + 1)};
+}
+
+// fsync on the folder holding |path|, so a new or renamed name in it survives a pulled stick. Best effort: the
+// operation itself succeeded, and KIO has no way to say "done, but maybe not durable".
+void syncParent(const QByteArray &path)
+{
+    const QByteArray parent = splitPath(path).first;
+    UniqueFd dir(retry_eintr(
+        [&] { return sys().openat(AT_FDCWD, parent.constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); }));
+    if (dir)
+        retry_eintr([&] { return sys().fsync(dir.get()); });
+}
+
+bool isDir(const QByteArray &path)
+{
+    struct stat st {};
+    return ::lstat(path.constData(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+struct timespec toTimespec(const QDateTime &t)
+{
+    const qint64 ms = t.toMSecsSinceEpoch();
+    struct timespec ts {};
+    ts.tv_sec = time_t(ms / 1000);
+    ts.tv_nsec = long(ms % 1000) * 1000000L;
+    if (ts.tv_nsec < 0) {
+        ts.tv_sec -= 1;
+        ts.tv_nsec += 1000000000L;
+    }
+    return ts;
+}
+
+} // namespace
+
+SaneCopyWorker::SaneCopyWorker(const QByteArray &poolSocket, const QByteArray &appSocket)
+    : KIO::WorkerBase(QByteArrayLiteral("sanecopy"), poolSocket, appSocket)
+{
+}
+
+KIO::WorkerResult SaneCopyWorker::failWith(FileOp op, int err, const QByteArray &path)
+{
+    const KioError e = kioErrorForStatus(op, err, displayPath(path), QString(), err == EEXIST && isDir(path));
+    qCDebug(SANECOPY_KIO) << "error" << e.code << e.text << "errno" << err;
+    return KIO::WorkerResult::fail(e.code, e.text);
+}
+
+KIO::WorkerResult SaneCopyWorker::failExists(const QByteArray &path) { return failWith(FileOp::Write, EEXIST, path); }
+
+QString SaneCopyWorker::userName(uid_t uid)
+{
+    auto it = users_.constFind(uid);
+    if (it != users_.constEnd())
+        return *it;
+    struct passwd pw {};
+    struct passwd *found = nullptr;
+    std::vector<char> buf(16384);
+    QString name = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found
+        ? QString::fromLocal8Bit(pw.pw_name)
+        : QString::number(uid);
+    users_.insert(uid, name);
+    return name;
+}
+
+QString SaneCopyWorker::groupName(gid_t gid)
+{
+    auto it = groups_.constFind(gid);
+    if (it != groups_.constEnd())
+        return *it;
+    struct group gr {};
+    struct group *found = nullptr;
+    std::vector<char> buf(16384);
+    QString name = ::getgrgid_r(gid, &gr, buf.data(), buf.size(), &found) == 0 && found
+        ? QString::fromLocal8Bit(gr.gr_name)
+        : QString::number(gid);
+    groups_.insert(gid, name);
+    return name;
+}
+
+bool SaneCopyWorker::fillEntry(KIO::UDSEntry &entry, int dirfd, const QByteArray &name, const QString &displayName)
+{
+    struct stat lst {};
+    if (sys().fstatat(dirfd, name.constData(), &lst, AT_SYMLINK_NOFOLLOW) < 0)
+        return false;
+    struct stat st = lst;
+    entry.reserve(12);
+    entry.fastInsert(KIO::UDSEntry::UDS_NAME, displayName);
+    if (S_ISLNK(lst.st_mode)) {
+        std::vector<char> target(4096);
+        const ssize_t n = sys().readlinkat(dirfd, name.constData(), target.data(), target.size());
+        if (n >= 0)
+            entry.fastInsert(KIO::UDSEntry::UDS_LINK_DEST, decodeFileName(QByteArray(target.data(), int(n))));
+        // What a link points to is what the user sees and opens; a dangling link stays a link.
+        if (sys().fstatat(dirfd, name.constData(), &st, 0) < 0)
+            st = lst;
+    }
+    entry.fastInsert(KIO::UDSEntry::UDS_FILE_TYPE, st.st_mode & S_IFMT);
+    entry.fastInsert(KIO::UDSEntry::UDS_ACCESS, st.st_mode & 07777);
+    entry.fastInsert(KIO::UDSEntry::UDS_SIZE, st.st_size);
+    entry.fastInsert(KIO::UDSEntry::UDS_MODIFICATION_TIME, st.st_mtim.tv_sec);
+    entry.fastInsert(KIO::UDSEntry::UDS_ACCESS_TIME, st.st_atim.tv_sec);
+    entry.fastInsert(KIO::UDSEntry::UDS_USER, userName(st.st_uid));
+    entry.fastInsert(KIO::UDSEntry::UDS_GROUP, groupName(st.st_gid));
+    entry.fastInsert(KIO::UDSEntry::UDS_DEVICE_ID, qlonglong(lst.st_dev));
+    entry.fastInsert(KIO::UDSEntry::UDS_INODE, qlonglong(lst.st_ino));
+    if (S_ISDIR(st.st_mode))
+        entry.fastInsert(KIO::UDSEntry::UDS_MIME_TYPE, QStringLiteral("inode/directory"));
+    // No UDS_LOCAL_PATH, deliberately: with it KIO's CopyJob would swap a sanecopy: destination for its
+    // file: twin and copy with the file worker, past the engine.
+    return true;
+}
+
+KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    const auto [dir, name] = splitPath(*path);
+    UniqueFd dirfd(retry_eintr(
+        [&] { return sys().openat(AT_FDCWD, dir.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0); }));
+    if (!dirfd)
+        return failWith(FileOp::Stat, errno, *path);
+    KIO::UDSEntry entry;
+    const QByteArray statName = name.isEmpty() ? QByteArrayLiteral(".") : name;
+    if (!fillEntry(entry, dirfd.get(), statName, name.isEmpty() ? QStringLiteral("/") : decodeFileName(name)))
+        return failWith(FileOp::Stat, errno, *path);
+    statEntry(entry);
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    struct stat st {};
+    if (::stat(path->constData(), &st) < 0)
+        return failWith(FileOp::Stat, errno, *path);
+    if (S_ISDIR(st.st_mode)) {
+        mimeType(QStringLiteral("inode/directory"));
+        return KIO::WorkerResult::pass();
+    }
+    // The name and the first bytes, never the whole file: the default would get() all of it from a slow stick.
+    QByteArray head;
+    UniqueFd fd(retry_eintr([&] { return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0); }));
+    if (fd && S_ISREG(st.st_mode)) {
+        head.resize(4096);
+        const ssize_t n = retry_eintr([&] { return sys().pread(fd.get(), head.data(), std::size_t(head.size()), 0); });
+        head.resize(n > 0 ? int(n) : 0);
+    }
+    const QString name = decodeFileName(splitPath(*path).second);
+    mimeType(QMimeDatabase().mimeTypeForFileNameAndData(name, head).name());
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::listDir(const QUrl &url)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    UniqueFd dir(retry_eintr(
+        [&] { return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); }));
+    if (!dir)
+        return failWith(FileOp::List, errno, *path);
+    std::vector<std::string> names;
+    if (sys().list_dir(dir.get(), names) < 0)
+        return failWith(FileOp::List, errno, *path);
+    // "." describes the folder itself; KDirLister takes the view's root item from it.
+    KIO::UDSEntry self;
+    if (fillEntry(self, dir.get(), QByteArrayLiteral("."), QStringLiteral(".")))
+        listEntry(self);
+    for (const std::string &n : names) {
+        const QByteArray name = fromStd(n);
+        KIO::UDSEntry entry;
+        // A name that vanished between reading the folder and stat'ing it is simply not listed.
+        if (fillEntry(entry, dir.get(), name, decodeFileName(name)))
+            listEntry(entry);
+    }
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::mkdir(const QUrl &url, int permissions)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    if (::mkdir(path->constData(), 0777) < 0)
+        return failWith(FileOp::Mkdir, errno, *path);
+    if (permissions != -1 && ::chmod(path->constData(), mode_t(permissions)) < 0)
+        return failWith(FileOp::Chmod, errno, *path);
+    syncParent(*path);
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::del(const QUrl &url, bool isFile)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    // No sync here: KIO's DeleteJob removes a tree one entry at a time, and a sync per entry would make deleting
+    // a folder of small files crawl; a removal left unwritten loses nothing.
+    if (isFile) {
+        if (sys().unlinkat(AT_FDCWD, path->constData(), 0) < 0)
+            return failWith(FileOp::Remove, errno, *path);
+    } else if (sys().unlinkat(AT_FDCWD, path->constData(), AT_REMOVEDIR) < 0) {
+        return failWith(FileOp::RemoveDir, errno, *path);
+    }
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO::JobFlags flags)
+{
+    const auto from = localPathFromUrl(src);
+    const auto to = localPathFromUrl(dest);
+    if (!from)
+        return malformed(src);
+    if (!to)
+        return malformed(dest);
+    struct stat st {};
+    if (::lstat(from->constData(), &st) < 0)
+        return failWith(FileOp::Rename, errno, *from);
+    if (flags & KIO::Overwrite) {
+        if (sys().renameat2(AT_FDCWD, from->constData(), AT_FDCWD, to->constData(), 0) < 0)
+            return failWith(FileOp::Rename, errno, errno == EISDIR || errno == ENOTEMPTY || errno == ENOENT ? *to : *from);
+    } else if (sys().renameat2(AT_FDCWD, from->constData(), AT_FDCWD, to->constData(), RENAME_NOREPLACE) < 0) {
+        int err = errno;
+        struct stat other {};
+        const bool taken = ::lstat(to->constData(), &other) == 0;
+        if (err == EEXIST && taken && other.st_dev == st.st_dev && other.st_ino == st.st_ino) {
+            // The same file under another case on a filesystem that ignores case (FAT): "a" -> "A" is a rename.
+            err = sys().renameat2(AT_FDCWD, from->constData(), AT_FDCWD, to->constData(), 0) < 0 ? errno : 0;
+        } else if (err == EINVAL || err == ENOSYS || err == EOPNOTSUPP) {
+            // No RENAME_NOREPLACE on this filesystem (several FUSE ones): check, then rename.
+            if (taken)
+                return failExists(*to);
+            err = sys().renameat2(AT_FDCWD, from->constData(), AT_FDCWD, to->constData(), 0) < 0 ? errno : 0;
+        }
+        if (err == EEXIST)
+            return failExists(*to);
+        if (err)
+            // The source was there a moment ago: a missing name now is the destination's folder.
+            return failWith(FileOp::Rename, err, err == ENOENT || err == ENOTDIR ? *to : *from);
+    }
+    syncParent(*to);
+    if (splitPath(*from).first != splitPath(*to).first)
+        syncParent(*from);
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::symlink(const QString &target, const QUrl &dest, KIO::JobFlags flags)
+{
+    const auto path = localPathFromUrl(dest);
+    if (!path)
+        return malformed(dest);
+    const QByteArray linkTarget = encodeFileName(target);
+    if (sys().symlinkat(linkTarget.constData(), AT_FDCWD, path->constData()) < 0) {
+        if (errno != EEXIST)
+            return failWith(FileOp::Symlink, errno, *path);
+        if (!(flags & KIO::Overwrite) || isDir(*path))
+            return failExists(*path);
+        if (sys().unlinkat(AT_FDCWD, path->constData(), 0) < 0)
+            return failWith(FileOp::Symlink, errno, *path);
+        if (sys().symlinkat(linkTarget.constData(), AT_FDCWD, path->constData()) < 0)
+            return failWith(FileOp::Symlink, errno, *path);
+    }
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::chmod(const QUrl &url, int permissions)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    if (::chmod(path->constData(), mode_t(permissions)) < 0)
+        return failWith(FileOp::Chmod, errno, *path);
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDateTime &mtime)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    struct timespec times[2] = {{0, UTIME_OMIT}, toTimespec(mtime)};
+    if (sys().utimensat(AT_FDCWD, path->constData(), times, 0) < 0)
+        return failWith(FileOp::SetTime, errno, *path);
+    // KIO's CopyJob sets the folders' times after their last file is done, so the copy's durability covers
+    // these too only if they are written now.
+    UniqueFd fd(retry_eintr([&] { return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0); }));
+    if (fd)
+        retry_eintr([&] { return sys().fsync(fd.get()); });
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    // O_NONBLOCK: a FIFO put where a file was must not hang the worker in open().
+    UniqueFd fd(retry_eintr([&] {
+        return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
+    }));
+    if (!fd)
+        return failWith(FileOp::Read, errno, *path);
+    struct stat st {};
+    if (sys().fstat(fd.get(), &st) < 0)
+        return failWith(FileOp::Read, errno, *path);
+    if (S_ISDIR(st.st_mode))
+        return KIO::WorkerResult::fail(KIO::ERR_IS_DIRECTORY, displayPath(*path));
+    if (!S_ISREG(st.st_mode))
+        return KIO::WorkerResult::fail(KIO::ERR_CANNOT_OPEN_FOR_READING, displayPath(*path));
+    sys().fcntl_setfl(fd.get(), O_RDONLY);
+    sys().fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+
+    const uint64_t size = uint64_t(st.st_size);
+    uint64_t pos = 0;
+    bool ok = false;
+    const qulonglong start = metaData(QStringLiteral("range-start")).toULongLong(&ok);
+    if (ok && start > 0 && start < size) {
+        canResume();
+        pos = start;
+    }
+    QByteArray buffer(int(kReadBlock), Qt::Uninitialized);
+    bool typed = false;
+    totalSize(size);
+    auto lastReport = std::chrono::steady_clock::now();
+    for (;;) {
+        if (wasKilled())
+            return KIO::WorkerResult::fail(KIO::ERR_USER_CANCELED, displayPath(*path));
+        const ssize_t n = retry_eintr([&] { return sys().pread(fd.get(), buffer.data(), kReadBlock, off_t(pos)); });
+        if (n < 0)
+            return failWith(FileOp::Read, errno, *path);
+        if (!typed) {
+            // KIO wants the type before the first data; the first block is there to sniff it from.
+            mimeType(QMimeDatabase().mimeTypeForFileNameAndData(decodeFileName(splitPath(*path).second),
+                                                               buffer.left(int(n))).name());
+            typed = true;
+        }
+        if (n == 0)
+            break;
+        data(buffer.left(int(n)));
+        pos += uint64_t(n);
+        const auto now = std::chrono::steady_clock::now();
+        if (now - lastReport >= kProgressPeriod) {
+            processedSize(pos);
+            lastReport = now;
+        }
+    }
+    data(QByteArray());
+    processedSize(pos);
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::JobFlags flags)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    sanecopy::StreamOptions options;
+    options.conflict = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
+    if (permissions != -1)
+        options.mode = mode_t(permissions);
+    const QDateTime modified = QDateTime::fromString(metaData(QStringLiteral("modified")), Qt::ISODate);
+    if (modified.isValid())
+        options.mtime = toTimespec(modified);
+    bool ok = false;
+    const qulonglong size = metaData(QStringLiteral("size")).toULongLong(&ok);
+    if (ok && size > 0)
+        options.expected_size = size;
+
+    qCDebug(SANECOPY_KIO) << "put" << displayPath(*path) << "through a stream writer";
+    sanecopy::ProgressCounters counters;
+    auto created = sanecopy::StreamWriter::create(toStd(*path), options, counters);
+    if (!created.ok()) {
+        const sanecopy::Status &s = created.status();
+        if (s.err() == EEXIST || s.err() == EISDIR)
+            return failExists(*path);
+        const KioError e = kioErrorForStatus(FileOp::Write, s.err(), displayPath(*path), QString::fromStdString(s.detail()));
+        return KIO::WorkerResult::fail(e.code, e.text);
+    }
+    sanecopy::StreamWriter &writer = created.value();
+    ExitCleanup onExit([&writer] { writer.abort(); });
+
+    auto lastReport = std::chrono::steady_clock::now();
+    auto report = [&] {
+        processedSize(counters.durable_bytes.load());
+        speed(static_cast<unsigned long>(counters.device_rate.load()));
+    };
+    for (;;) {
+        if (wasKilled())
+            return KIO::WorkerResult::fail(KIO::ERR_USER_CANCELED, displayPath(*path)); // |writer| removes its part file
+        dataReq();
+        QByteArray block;
+        const int n = readData(block);
+        if (n < 0)
+            return KIO::WorkerResult::fail(KIO::ERR_CANNOT_WRITE, displayPath(*path));
+        if (n == 0)
+            break;
+        if (sanecopy::Status s = writer.write(block.constData(), std::size_t(block.size())); !s) {
+            const KioError e = kioErrorForStatus(FileOp::Write, s.err(), displayPath(*path), QString::fromStdString(s.detail()));
+            return KIO::WorkerResult::fail(e.code, e.text);
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now - lastReport >= kProgressPeriod) {
+            report();
+            lastReport = now;
+        }
+    }
+    if (sanecopy::Status s = writer.finish(); !s) {
+        if (s.err() == EEXIST)
+            return failExists(*path);
+        const KioError e = kioErrorForStatus(FileOp::Write, s.err(), displayPath(*path), QString::fromStdString(s.detail()));
+        return KIO::WorkerResult::fail(e.code, e.text);
+    }
+    report();
+    qCDebug(SANECOPY_KIO) << "put done," << writer.bytes_durable() << "bytes on the device";
+    return KIO::WorkerResult::pass();
+}
+
+KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*permissions*/, KIO::JobFlags flags)
+{
+    const auto from = localPathFromUrl(src);
+    const auto to = localPathFromUrl(dest);
+    if (!from)
+        return malformed(src);
+    if (!to)
+        return malformed(dest);
+    struct stat st {};
+    if (::stat(from->constData(), &st) < 0)
+        return failWith(FileOp::Read, errno, *from);
+    // KIO's CopyJob makes folders with mkdir() and copies their files one by one; a folder here is a mistake.
+    if (S_ISDIR(st.st_mode))
+        return KIO::WorkerResult::fail(KIO::ERR_IS_DIRECTORY, displayPath(*from));
+
+    sanecopy::JobSpec spec;
+    spec.sources = {toStd(*from)};
+    spec.destination = toStd(*to);
+    spec.rule = sanecopy::DestinationRule::ExactTarget;
+    // Permissions and modification time come from the source, as the engine always copies them.
+    spec.conflict = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
+
+    qCDebug(SANECOPY_KIO) << "copy" << displayPath(*from) << "->" << displayPath(*to) << "through the engine";
+    uint64_t reportedTotal = 0;
+    const EngineOutcome outcome = runEngineJob(spec, kProgressPeriod, [&](const sanecopy::ProgressCounters &c) {
+        if (wasKilled())
+            return false;
+        const uint64_t total = c.total_bytes.load();
+        if (total != reportedTotal) {
+            totalSize(total);
+            reportedTotal = total;
+        }
+        processedSize(c.durable_bytes.load());
+        speed(static_cast<unsigned long>(c.device_rate.load()));
+        return true;
+    });
+    if (wasKilled())
+        return KIO::WorkerResult::fail(KIO::ERR_USER_CANCELED, displayPath(*to));
+    if (outcome.summary.ok()) {
+        qCDebug(SANECOPY_KIO) << "copy done," << outcome.summary.bytes << "bytes on the device";
+        return KIO::WorkerResult::pass();
+    }
+
+    if (!outcome.firstProblem)
+        return KIO::WorkerResult::fail(KIO::ERR_CANNOT_WRITE, displayPath(*to));
+    const sanecopy::JobEvent &problem = *outcome.firstProblem;
+    if (problem.kind == sanecopy::JobEvent::Kind::Skipped)
+        return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED, QString::fromStdString(problem.message));
+    const sanecopy::Status &s = problem.status;
+    const QByteArray where = s.path().empty() ? *to : fromStd(s.path());
+    const bool sourceSide = where == *from || where.startsWith(*from + '/');
+    if (s.err() == EEXIST || (s.err() == EISDIR && !sourceSide))
+        return failExists(*to);
+    const KioError e = kioErrorForStatus(sourceSide ? FileOp::Read : FileOp::Write, s.err(), displayPath(where),
+                                         QString::fromStdString(s.detail()));
+    return KIO::WorkerResult::fail(e.code, e.text);
+}
+
+KIO::WorkerResult SaneCopyWorker::fileSystemFreeSpace(const QUrl &url)
+{
+    const auto path = localPathFromUrl(url);
+    if (!path)
+        return malformed(url);
+    struct statvfs vfs {};
+    if (::statvfs(path->constData(), &vfs) < 0)
+        return failWith(FileOp::Stat, errno, *path);
+    setMetaData(QStringLiteral("total"), QString::number(qulonglong(vfs.f_blocks) * vfs.f_frsize));
+    setMetaData(QStringLiteral("available"), QString::number(qulonglong(vfs.f_bavail) * vfs.f_frsize));
+    return KIO::WorkerResult::pass();
+}
+
+#include "SaneCopyWorker.moc"

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The KIO worker for sanecopy:/: a local folder seen through SaneCopy's engine. Browsing, renaming and
+// deleting are the plain system calls; every byte written goes through the engine (copy() runs a copy job,
+// put() a StreamWriter), so a copy into a sanecopy:/ folder moves at the device's own speed, keeps little of
+// it dirty in memory, reports as processed only bytes the device has, and ends only once they are all on it.
+//
+// A thin adapter: URLs become paths in UrlMapping, errno becomes KIO::Error in ErrorMapping.
+#pragma once
+
+#include "ErrorMapping.h"
+
+#include <KIO/UDSEntry>
+#include <KIO/WorkerBase>
+
+#include <QByteArray>
+#include <QHash>
+#include <QString>
+
+#include <sys/stat.h>
+
+class SaneCopyWorker : public KIO::WorkerBase
+{
+public:
+    SaneCopyWorker(const QByteArray &poolSocket, const QByteArray &appSocket);
+
+    KIO::WorkerResult stat(const QUrl &url) override;
+    KIO::WorkerResult mimetype(const QUrl &url) override;
+    KIO::WorkerResult listDir(const QUrl &url) override;
+    KIO::WorkerResult mkdir(const QUrl &url, int permissions) override;
+    KIO::WorkerResult del(const QUrl &url, bool isFile) override;
+    KIO::WorkerResult rename(const QUrl &src, const QUrl &dest, KIO::JobFlags flags) override;
+    KIO::WorkerResult symlink(const QString &target, const QUrl &dest, KIO::JobFlags flags) override;
+    KIO::WorkerResult chmod(const QUrl &url, int permissions) override;
+    KIO::WorkerResult setModificationTime(const QUrl &url, const QDateTime &mtime) override;
+    KIO::WorkerResult get(const QUrl &url) override;
+    KIO::WorkerResult put(const QUrl &url, int permissions, KIO::JobFlags flags) override;
+    KIO::WorkerResult copy(const QUrl &src, const QUrl &dest, int permissions, KIO::JobFlags flags) override;
+    KIO::WorkerResult fileSystemFreeSpace(const QUrl &url) override;
+
+private:
+    // Fills |entry| for |name| in the folder |dirfd|; false with errno set when it can't be stat'ed.
+    bool fillEntry(KIO::UDSEntry &entry, int dirfd, const QByteArray &name, const QString &displayName);
+    QString userName(uid_t uid);
+    QString groupName(gid_t gid);
+    // The error for |err| during |op| on |path|, the path as the text.
+    KIO::WorkerResult failWith(SaneCopyKio::FileOp op, int err, const QByteArray &path);
+    // ERR_FILE_ALREADY_EXIST or ERR_DIR_ALREADY_EXIST, by what stands at |path|.
+    KIO::WorkerResult failExists(const QByteArray &path);
+
+    QHash<uid_t, QString> users_;
+    QHash<gid_t, QString> groups_;
+};

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// StreamWriter: a stream of blocks into a file, with the copy's chunk-and-sync policy and safe publish. The
+// scenarios are named by what feeds the stream and where it lands; results are checked by comparing bytes.
+#include "catch.h"
+
+#include "fault_syscalls.h"
+#include "fd.h"
+#include "stream_writer.h"
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <functional>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace sanecopy;
+using namespace sanecopy::test;
+
+namespace {
+constexpr uint64_t MiB = 1024 * 1024;
+
+// Feeds |src| to |w| in blocks whose sizes cycle through |blocks|, as a sender with uneven reads would.
+// |between| runs after every block.
+Status stream_file(const std::string &src, StreamWriter &w, std::vector<std::size_t> blocks,
+                   const std::function<void()> &between = {})
+{
+    const std::string data = read_file(src);
+    std::size_t off = 0, i = 0;
+    while (off < data.size()) {
+        const std::size_t n = std::min(blocks[i++ % blocks.size()], data.size() - off);
+        if (Status s = w.write(data.data() + off, n); !s)
+            return s;
+        off += n;
+        if (between)
+            between();
+    }
+    return {};
+}
+
+StreamOptions with(ConflictPolicy policy)
+{
+    StreamOptions o;
+    o.conflict = policy;
+    return o;
+}
+
+mode_t mode_of(const std::string &path)
+{
+    struct stat st {};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+
+bool on_tmpfs(const std::string &path)
+{
+    struct statfs sfs {};
+    return ::statfs(path.c_str(), &sfs) == 0 && sfs.f_type == 0x01021994; // TMPFS_MAGIC
+}
+} // namespace
+
+TEST_CASE("stream to file: uneven blocks arrive byte-identical and every byte is counted durable")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 20 * MiB + 12345);
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    auto w = StreamWriter::create(t / "dst", {}, counters);
+    REQUIRE(w.ok());
+    REQUIRE(stream_file(t / "src", w.value(), {65536, 4093, 1 << 20, 7, 3 * 1 << 20}).ok());
+    std::string final_path;
+    REQUIRE(w->finish(&final_path).ok());
+    CHECK(final_path == t / "dst");
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK_FALSE(exists(t / ".dst.part"));
+    CHECK(counters.written_bytes == file_size(t / "src"));
+    CHECK(counters.durable_bytes == file_size(t / "src"));
+    // A disk-backed folder: chunks went through writeback windows, then one fdatasync and the folder's fsync.
+    if (w->writeback_mode() == WritebackMode::Windows) {
+        CHECK(fs.sync_file_range_waits > 0);
+        CHECK(fs.dontneed_calls > 0);
+    }
+    CHECK(fs.fdatasync_calls >= 1);
+    CHECK(fs.fsync_calls == 1);
+}
+
+TEST_CASE("stream to file: durable bytes grow during the stream, and what is not yet durable stays bounded")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 64 * MiB);
+    ProgressCounters counters;
+    auto w = StreamWriter::create(t / "dst", {}, counters);
+    REQUIRE(w.ok());
+    uint64_t worst_pending = 0;
+    REQUIRE(stream_file(t / "src", w.value(), {1 << 20}, [&] {
+                worst_pending = std::max<uint64_t>(worst_pending, counters.written_bytes - counters.durable_bytes);
+            }).ok());
+    const uint64_t durable_before_finish = counters.durable_bytes;
+    REQUIRE(w->finish().ok());
+    // Windows beyond the plan's count were waited for on the way, so at no point was more than the plan's
+    // in-flight budget handed over without being on the device.
+    CHECK(worst_pending <= ChunkLimits{}.max_in_flight);
+    CHECK(durable_before_finish >= 64 * MiB - ChunkLimits{}.max_in_flight);
+    CHECK(w->bytes_durable() == 64 * MiB);
+}
+
+TEST_CASE("stream to file: the real name never appears before finish")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 6 * MiB);
+    ProgressCounters counters;
+    auto w = StreamWriter::create(t / "movie.mkv", {}, counters);
+    REQUIRE(w.ok());
+    CHECK(w->part_path() == t / ".movie.mkv.part");
+    bool seen_real_name = false;
+    REQUIRE(stream_file(t / "src", w.value(), {300000}, [&] { seen_real_name |= exists(t / "movie.mkv"); }).ok());
+    CHECK(exists(t / ".movie.mkv.part"));
+    CHECK_FALSE(exists(t / "movie.mkv"));
+    CHECK_FALSE(seen_real_name);
+    REQUIRE(w->finish().ok());
+    CHECK(same_bytes(t / "src", t / "movie.mkv"));
+    CHECK_FALSE(exists(t / ".movie.mkv.part"));
+}
+
+TEST_CASE("stream to file: abort and destruction without finish leave nothing behind")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 5 * MiB);
+    const std::string before = list_tree(t.path());
+    ProgressCounters counters;
+    SECTION("destroyed mid-stream")
+    {
+        auto w = StreamWriter::create(t / "dst", {}, counters);
+        REQUIRE(w.ok());
+        REQUIRE(stream_file(t / "src", w.value(), {1 << 20}).ok());
+    }
+    SECTION("aborted, then destroyed")
+    {
+        auto w = StreamWriter::create(t / "dst", {}, counters);
+        REQUIRE(w.ok());
+        REQUIRE(stream_file(t / "src", w.value(), {1 << 20}).ok());
+        w->abort();
+        CHECK_FALSE(exists(t / ".dst.part"));
+        w->abort(); // idempotent
+        CHECK(w->write("x", 1).err() == EBADF);
+    }
+    CHECK(list_tree(t.path()) == before);
+}
+
+TEST_CASE("stream to file: ENOSPC mid-stream fails the write, sticks, and leaves nothing")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 8 * MiB);
+    const std::string before = list_tree(t.path());
+    FaultSyscalls fs;
+    fs.data_errno = ENOSPC;
+    fs.fail_after_bytes = 3 * MiB + 100;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    {
+        auto w = StreamWriter::create(t / "dst", {}, counters);
+        REQUIRE(w.ok());
+        Status s = stream_file(t / "src", w.value(), {1 << 20});
+        CHECK(s.err() == ENOSPC);
+        CHECK(s.path() == t / "dst");
+        // Broken for good: later blocks and finish() get the same answer, and nothing is published.
+        CHECK(w->write("more", 4).err() == ENOSPC);
+        CHECK(w->finish().err() == ENOSPC);
+        CHECK_FALSE(exists(t / "dst"));
+    }
+    CHECK(list_tree(t.path()) == before);
+}
+
+TEST_CASE("stream to file: short writes and EINTR are carried on")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 3 * MiB + 7);
+    FaultSyscalls fs;
+    fs.max_transfer = 4093;
+    fs.eintr_every = 3;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    auto w = StreamWriter::create(t / "dst", {}, counters);
+    REQUIRE(w.ok());
+    REQUIRE(stream_file(t / "src", w.value(), {1 << 20, 12345}).ok());
+    REQUIRE(w->finish().ok());
+    CHECK(fs.eintr_injected > 0);
+    CHECK(fs.pwrite_calls > 700);
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("stream onto existing file: refused unless Overwrite, and the old file is untouched")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 2 * MiB);
+    write_text_file(t / "dst", "the user's own file");
+    ProgressCounters counters;
+
+    auto refused = StreamWriter::create(t / "dst", with(ConflictPolicy::Refuse), counters);
+    CHECK(refused.status().err() == EEXIST);
+    CHECK(refused.status().path() == t / "dst");
+    auto skipped = StreamWriter::create(t / "dst", with(ConflictPolicy::Skip), counters);
+    CHECK(skipped.status().err() == EEXIST);
+    CHECK(read_file(t / "dst") == "the user's own file");
+    CHECK_FALSE(exists(t / ".dst.part"));
+
+    auto w = StreamWriter::create(t / "dst", with(ConflictPolicy::Overwrite), counters);
+    REQUIRE(w.ok());
+    REQUIRE(stream_file(t / "src", w.value(), {1 << 20}).ok());
+    CHECK(read_file(t / "dst") == "the user's own file"); // replaced only at commit
+    REQUIRE(w->finish().ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK_FALSE(exists(t / ".dst.part"));
+}
+
+TEST_CASE("stream onto existing folder: never replaced, even with Overwrite")
+{
+    TempDir t;
+    ::mkdir((t / "dst").c_str(), 0755);
+    ProgressCounters counters;
+    auto w = StreamWriter::create(t / "dst", with(ConflictPolicy::Overwrite), counters);
+    CHECK(w.status().err() == EISDIR);
+    CHECK(list_tree(t.path()) == ".\tdir\ndst\tdir\n");
+}
+
+TEST_CASE("stream onto a name taken meanwhile: Refuse fails at commit and keeps the newcomer")
+{
+    TempDir t;
+    ProgressCounters counters;
+    auto w = StreamWriter::create(t / "dst", {}, counters);
+    REQUIRE(w.ok());
+    REQUIRE(w->write("ours", 4).ok());
+    write_text_file(t / "dst", "theirs");
+    CHECK(w->finish().err() == EEXIST);
+    w->abort();
+    CHECK(read_file(t / "dst") == "theirs");
+    CHECK_FALSE(exists(t / ".dst.part"));
+}
+
+TEST_CASE("stream with the Rename policy: published under the first free alternative")
+{
+    TempDir t;
+    write_text_file(t / "notes.txt", "old");
+    ProgressCounters counters;
+    auto w = StreamWriter::create(t / "notes.txt", with(ConflictPolicy::Rename), counters);
+    REQUIRE(w.ok());
+    REQUIRE(w->write("new", 3).ok());
+    std::string final_path;
+    REQUIRE(w->finish(&final_path).ok());
+    CHECK(final_path == t / "notes (1).txt");
+    CHECK(read_file(t / "notes (1).txt") == "new");
+    CHECK(read_file(t / "notes.txt") == "old");
+}
+
+TEST_CASE("stream to file: fdatasync failing at finish publishes nothing and keeps the old file")
+{
+    TempDir t;
+    write_text_file(t / "dst", "old");
+    FaultSyscalls fs;
+    fs.fdatasync_errno = EIO;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    {
+        auto w = StreamWriter::create(t / "dst", with(ConflictPolicy::Overwrite), counters);
+        REQUIRE(w.ok());
+        REQUIRE(w->write("new data", 8).ok());
+        Status s = w->finish();
+        CHECK(s.err() == EIO);
+        CHECK(s.op() == "fdatasync");
+    }
+    CHECK(read_file(t / "dst") == "old");
+    CHECK(list_tree(t.path()) == ".\tdir\ndst\tfile\t3\n");
+}
+
+TEST_CASE("stream with a size announced: the space is reserved, and a device too small fails before any byte")
+{
+    struct NoSpace : FaultSyscalls {
+        int fallocate(int, int, off_t, off_t) override
+        {
+            errno = ENOSPC;
+            return -1;
+        }
+    } fs;
+    TempDir t;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    StreamOptions o;
+    o.expected_size = 64 * MiB;
+    auto w = StreamWriter::create(t / "dst", o, counters);
+    CHECK(w.status().err() == ENOSPC);
+    CHECK(list_tree(t.path()) == ".\tdir\n");
+}
+
+TEST_CASE("stream with a size announced but fewer bytes sent: the file has the bytes sent")
+{
+    TempDir t;
+    ProgressCounters counters;
+    StreamOptions o;
+    o.expected_size = 8 * MiB;
+    auto w = StreamWriter::create(t / "dst", o, counters);
+    REQUIRE(w.ok());
+    REQUIRE(w->write("short", 5).ok());
+    REQUIRE(w->finish().ok());
+    CHECK(read_file(t / "dst") == "short");
+    struct stat st {};
+    REQUIRE(::stat((t / "dst").c_str(), &st) == 0);
+    CHECK(uint64_t(st.st_blocks) * 512 < 1 * MiB); // the reservation beyond the end was given back
+}
+
+TEST_CASE("stream with mode and mtime: the published file carries them")
+{
+    TempDir t;
+    ProgressCounters counters;
+    StreamOptions o;
+    o.mode = 04640; // set-user-ID is never passed on
+    o.mtime = timespec{1234567890, 0};
+    auto w = StreamWriter::create(t / "dst", o, counters);
+    REQUIRE(w.ok());
+    REQUIRE(w->write("x", 1).ok());
+    REQUIRE(w->finish().ok());
+    CHECK(mode_of(t / "dst") == 0640);
+    struct stat st {};
+    REQUIRE(::stat((t / "dst").c_str(), &st) == 0);
+    CHECK(st.st_mtim.tv_sec == 1234567890);
+}
+
+TEST_CASE("stream into a missing folder or with no file name: refused up front")
+{
+    TempDir t;
+    ProgressCounters counters;
+    CHECK(StreamWriter::create(t / "no/such/dst", {}, counters).status().err() == ENOENT);
+    CHECK(StreamWriter::create(t.path() + "/", {}, counters).status().err() != 0);
+    CHECK(StreamWriter::create(t / "..", {}, counters).status().err() == EINVAL);
+    CHECK(list_tree(t.path()) == ".\tdir\n");
+}
+
+TEST_CASE("stream to tmpfs: nothing is synced, memory is the device")
+{
+    if (!on_tmpfs("/dev/shm")) {
+        WARN("no tmpfs at /dev/shm; skipped");
+        return;
+    }
+    const std::string dir = "/dev/shm/sanecopy-stream-" + std::to_string(::getpid());
+    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+    FaultSyscalls fs;
+    ProgressCounters counters;
+    {
+        ScopedSyscalls seam(fs);
+        auto w = StreamWriter::create(dir + "/dst", {}, counters);
+        REQUIRE(w.ok());
+        CHECK(w->writeback_mode() == WritebackMode::None);
+        std::vector<char> block(1 << 20, 'z');
+        for (int i = 0; i < 12; ++i)
+            REQUIRE(w->write(block.data(), block.size()).ok());
+        REQUIRE(w->finish().ok());
+    }
+    CHECK(fs.fdatasync_calls == 0);
+    CHECK(fs.fsync_calls == 0);
+    CHECK(fs.sync_file_range_calls == 0);
+    CHECK(counters.durable_bytes == 12 * MiB);
+    CHECK(file_size(dir + "/dst") == 12 * MiB);
+    ::unlink((dir + "/dst").c_str());
+    ::rmdir(dir.c_str());
+}

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The sanecopy: KIO worker end to end: the real kioclient5 loads the worker from the build tree and copies onto
+a throttled loop-device stick (tests/stick/stick.py), one case per run:
+
+    test_kio_worker.py --plugin-dir DIR CASE      (DIR holds kf5/kio/kio_sanecopy.so)
+
+What is asserted is what a Dolphin user is promised: the bytes arrive identical, and when kioclient5 returns
+the device has nothing left to write. Timings are printed, never asserted.
+Exit 0 pass, 1 fail, 77 skip (not root, no kioclient5, no loop devices or blkio throttle), with the reason.
+"""
+import argparse
+import filecmp
+import http.server
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stick"))
+import stick  # noqa: E402
+
+MiB = 1 << 20
+RATE = 40_000_000
+DIRTY_BOUND = 32 * MiB
+PLUGIN_DIR = None
+RUNTIME_DIR = None  # this run's own XDG_RUNTIME_DIR: KIO's sockets, and so its workers, are told apart by it
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def url(scheme, path):
+    """A file: or sanecopy: URL for a local path, every byte outside the unreserved set percent-encoded."""
+    from urllib.parse import quote_from_bytes
+    return f"{scheme}://" + quote_from_bytes(os.fsencode(path), safe="/")
+
+
+def kioclient(*args, timeout=240):
+    """Runs kioclient5 against the build tree's worker. Returns (rc, stdout, stderr, seconds)."""
+    env = dict(os.environ)
+    env.update({
+        # The folder that holds kf5/kio, not kf5/kio itself.
+        "QT_PLUGIN_PATH": PLUGIN_DIR,
+        # Without a display kioclient5 aborts in xcb; offscreen needs none.
+        "QT_QPA_PLATFORM": "offscreen",
+        # The worker's debug lines reach kioclient5's stderr: they show which worker did the copy.
+        "QT_LOGGING_RULES": "sanecopy.kio.debug=true",
+        "XDG_RUNTIME_DIR": RUNTIME_DIR,
+    })
+    start = time.monotonic()
+    p = subprocess.run(["kioclient5", "--noninteractive", *args], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, errors="replace", timeout=timeout)
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - start
+
+
+def uncache(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def assert_nothing_left(s, sampler, what):
+    """Right after kioclient5 returned: the device has nothing dirty or under writeback, and a sync writes
+    (almost) nothing more. The dirty counters are approximate (STAT_SLACK); the device's own write counter
+    is not."""
+    left = stick.durable_now(s.majmin)
+    check(left <= stick.STAT_SLACK, f"{what}: {left} bytes still to write when kioclient5 returned")
+    before = sampler.written_since_start()
+    stick.syncfs(s.mnt)
+    after = sampler.written_since_start()
+    check(after - before <= 1 * MiB, f"{what}: a sync after kioclient5 returned still wrote {after - before} bytes")
+    return left, after - before
+
+
+def no_part_files(root):
+    return not any(n.endswith(".part") for _, dirs, files in os.walk(root) for n in files + dirs)
+
+
+def copy_onto_stick(s, src, dst, *extra):
+    with stick.DirtySampler(s.majmin) as sampler:
+        rc, out, err, secs = kioclient(*extra, "copy", url("file", src), url("sanecopy", dst))
+        check(rc == 0, f"kioclient5 copy exited {rc}: {err.strip()}")
+        left, synced = assert_nothing_left(s, sampler, "copy")
+    return sampler, err, secs, left, synced
+
+
+def case_big_file(work):
+    with stick.Stick(size_mib=256, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "big file.bin"), 96 * MiB)
+        uncache(src)
+        dst = os.path.join(s.mnt, "big file.bin")
+        sampler, err, secs, left, synced = copy_onto_stick(s, src, dst)
+        print(f"96 MiB at {RATE / 1e6:.0f} MB/s: kioclient5 returned after {secs:.2f} s "
+              f"(the device alone needs {96 * MiB / RATE:.2f} s); peak dirty {sampler.peak / MiB:.1f} MiB; "
+              f"left dirty at return {left / 1024:.0f} KiB; a sync then wrote {synced / 1024:.0f} KiB")
+        check("through the engine" in err, f"the copy did not go through the sanecopy worker's copy(): {err}")
+        check(sampler.peak <= DIRTY_BOUND, f"peak dirty {sampler.peak / MiB:.1f} MiB > 32 MiB")
+        check(filecmp.cmp(src, dst, shallow=False), "copy differs")
+        check(no_part_files(s.mnt), "a part file was left behind")
+
+
+def case_folder(work):
+    with stick.Stick(size_mib=256, rate_bps=RATE) as s:
+        tree = os.path.join(work, "holiday photos")
+        stick.make_small_tree(os.path.join(tree, "small"), n=120, per_folder=40)
+        os.makedirs(os.path.join(tree, "videos", "empty folder"))
+        for i in range(3):
+            stick.make_file(os.path.join(tree, "videos", f"clip {i}.mp4"), 12 * MiB)
+        dst = os.path.join(s.mnt, "holiday photos")
+        sampler, err, secs, left, synced = copy_onto_stick(s, tree, dst)
+        print(f"folder of {sum(len(f) for _, _, f in os.walk(tree))} files: {secs:.2f} s, "
+              f"peak dirty {sampler.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB, sync then wrote {synced / 1024:.0f} KiB")
+        check(sampler.peak <= DIRTY_BOUND, f"peak dirty {sampler.peak / MiB:.1f} MiB > 32 MiB")
+        for d, dirs, files in os.walk(tree):
+            rel = os.path.relpath(d, tree)
+            other = os.path.join(dst, rel)
+            check(os.path.isdir(other), f"missing folder {rel}")
+            check(sorted(os.listdir(other)) == sorted(dirs + files), f"{rel}: {sorted(os.listdir(other))}")
+            _, mismatch, errors = filecmp.cmpfiles(d, other, files, shallow=False)
+            check(not mismatch and not errors, f"{rel}: contents differ: {(mismatch + errors)[:3]}")
+        check(no_part_files(s.mnt), "a part file was left behind")
+
+
+def case_ls(work):
+    with stick.Stick(size_mib=64, rate_bps=RATE) as s:
+        names = ["plain.txt", "with space.txt", "caf\u00e9", "quote\"d 'n' #hash?.txt", "folder"]
+        for n in names[:-1]:
+            with open(os.path.join(s.mnt, n), "w") as f:
+                f.write(n)
+        os.mkdir(os.path.join(s.mnt, "folder"))
+        rc, out, err, _ = kioclient("ls", url("sanecopy", s.mnt))
+        check(rc == 0, f"ls exited {rc}: {err}")
+        listed = set(out.splitlines())
+        print(f"ls: {sorted(listed)}")
+        check(set(names) | {"lost+found"} <= listed, f"ls listed {sorted(listed)}")
+        rc, out, err, _ = kioclient("ls", url("sanecopy", os.path.join(s.mnt, "no such folder")))
+        check(rc == 1, f"ls of a missing folder exited {rc}")
+        rc, out, err, _ = kioclient("stat", url("sanecopy", os.path.join(s.mnt, "with space.txt")))
+        check(rc == 0 and "with space.txt" in out, f"stat exited {rc}: {out} {err}")
+
+
+def case_missing_source(work):
+    with stick.Stick(size_mib=64, rate_bps=RATE) as s:
+        before = sorted(os.listdir(s.mnt))
+        rc, _, err, _ = kioclient("copy", url("file", os.path.join(work, "no such file")),
+                                  url("sanecopy", os.path.join(s.mnt, "x")))
+        check(rc == 1, f"a missing file: source exited {rc}, want 1: {err}")
+        rc, _, err, _ = kioclient("copy", url("sanecopy", os.path.join(s.mnt, "no such file")),
+                                  url("file", os.path.join(work, "x")))
+        check(rc == 1, f"a missing sanecopy: source exited {rc}, want 1: {err}")
+        check("does not exist" in err, f"unexpected message: {err}")
+        check(sorted(os.listdir(s.mnt)) == before, f"the stick changed: {os.listdir(s.mnt)}")
+        check(not os.path.exists(os.path.join(work, "x")), "a target was created")
+
+
+def case_overwrite(work):
+    with stick.Stick(size_mib=128, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "new.bin"), 24 * MiB)
+        dst = os.path.join(s.mnt, "target.bin")
+        with open(dst, "wb") as f:
+            f.write(b"the user's own file\n")
+        stick.syncfs(s.mnt)
+        rc, _, err, _ = kioclient("copy", url("file", src), url("sanecopy", dst))
+        check(rc == 1, f"copy onto an existing file without --overwrite exited {rc}, want 1")
+        check("already exists" in err, f"unexpected message: {err}")
+        with open(dst, "rb") as f:
+            check(f.read() == b"the user's own file\n", "the existing file was touched")
+        check(no_part_files(s.mnt), "a part file was left behind")
+
+        sampler, err, secs, left, synced = copy_onto_stick(s, src, dst, "--overwrite")
+        print(f"overwrite: {secs:.2f} s, left {left / 1024:.0f} KiB, sync then wrote {synced / 1024:.0f} KiB")
+        check(filecmp.cmp(src, dst, shallow=False), "the overwritten file differs from the source")
+        check(no_part_files(s.mnt), "a part file was left behind")
+
+
+def case_copy_back(work):
+    with stick.Stick(size_mib=128, rate_bps=RATE) as s:
+        on_stick = stick.make_file(os.path.join(s.mnt, "from stick.bin"), 32 * MiB)
+        stick.syncfs(s.mnt)
+        back = os.path.join(work, "back", "from stick.bin")
+        os.makedirs(os.path.dirname(back))
+        rc, _, err, secs = kioclient("copy", url("sanecopy", on_stick), url("file", back))
+        check(rc == 0, f"copy from the stick exited {rc}: {err}")
+        check("through the engine" in err, f"sanecopy: -> file: did not reach the worker's copy(): {err}")
+        check(filecmp.cmp(on_stick, back, shallow=False), "the copy back differs")
+        print(f"copy back: {secs:.2f} s")
+
+
+def worker_pids():
+    """The kioslave5 processes running this build's worker for this run's kioclient5: KIO starts them detached
+    from it, and names their socket under our XDG_RUNTIME_DIR. Other tests' workers are left alone."""
+    plugin = os.path.join(PLUGIN_DIR, "kf5", "kio", "kio_sanecopy.so").encode()
+    socket_prefix = b"local:" + os.fsencode(RUNTIME_DIR) + b"/"
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+            if plugin in args and any(a.startswith(socket_prefix) for a in args):
+                pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def wait_workers_gone(timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while worker_pids() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not worker_pids()
+
+
+def start_copy(src, dst):
+    env = dict(os.environ, QT_PLUGIN_PATH=PLUGIN_DIR, QT_QPA_PLATFORM="offscreen", XDG_RUNTIME_DIR=RUNTIME_DIR)
+    return subprocess.Popen(["kioclient5", "--noninteractive", "copy", url("file", src), url("sanecopy", dst)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+
+
+def wait_for_part(mnt, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not no_part_files(mnt):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def case_cancel(work):
+    """A copy that ends early leaves nothing: neither when KIO kills the job (SIGTERM to the worker, what
+    Dolphin's cancel does) nor when the application itself goes away mid-copy (the worker is then ended by
+    KIO from inside a progress report)."""
+    with stick.Stick(size_mib=512, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "big.bin"), 200 * MiB)
+        for how in ("job killed", "application gone"):
+            p = start_copy(src, os.path.join(s.mnt, "big.bin"))
+            check(wait_for_part(s.mnt), f"{how}: the copy never started")
+            time.sleep(1.0)  # well into the copy, with windows in flight
+            if how == "job killed":
+                for pid in worker_pids():
+                    os.kill(pid, signal.SIGTERM)
+                rc = p.wait(timeout=60)
+                check(rc == 1, f"{how}: kioclient5 exited {rc}, want 1")
+            else:
+                p.send_signal(signal.SIGINT)
+                p.wait(timeout=60)
+            check(wait_workers_gone(), f"{how}: the worker is still running")
+            check(no_part_files(s.mnt), f"{how}: a part file was left: {os.listdir(s.mnt)}")
+            check(sorted(os.listdir(s.mnt)) == ["lost+found"], f"{how}: left on the stick: {os.listdir(s.mnt)}")
+            left = stick.durable_now(s.majmin)
+            check(left <= stick.STAT_SLACK, f"{how}: {left} bytes still to write after the worker ended")
+            print(f"{how}: nothing left on the stick, {left / 1024:.0f} KiB dirty")
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def case_put_stream(work):
+    """A non-local source: KIO reads it with its http worker and streams it to the worker's put()."""
+    with stick.Stick(size_mib=128, rate_bps=RATE) as s:
+        served = os.path.join(work, "served")
+        os.makedirs(served)
+        src = stick.make_file(os.path.join(served, "download.bin"), 48 * MiB)
+        handler = lambda *a, **kw: QuietHandler(*a, directory=served, **kw)  # noqa: E731
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            dst = os.path.join(s.mnt, "download.bin")
+            with stick.DirtySampler(s.majmin) as sampler:
+                rc, _, err, secs = kioclient("copy", f"http://127.0.0.1:{server.server_address[1]}/download.bin",
+                                             url("sanecopy", dst))
+                check(rc == 0, f"copy from http exited {rc}: {err}")
+                left, synced = assert_nothing_left(s, sampler, "put")
+        finally:
+            server.shutdown()
+        print(f"http -> put: {secs:.2f} s, peak dirty {sampler.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB")
+        check("through a stream writer" in err, f"the data did not go through put(): {err}")
+        check(sampler.peak <= DIRTY_BOUND, f"peak dirty {sampler.peak / MiB:.1f} MiB > 32 MiB")
+        check(filecmp.cmp(src, dst, shallow=False), "the streamed copy differs")
+        check(no_part_files(s.mnt), "a part file was left behind")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    global PLUGIN_DIR, RUNTIME_DIR
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--plugin-dir", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    PLUGIN_DIR = os.path.realpath(a.plugin_dir)
+    if shutil.which("kioclient5") is None:
+        stick.skip("kioclient5 not found (Debian: kde-cli-tools)")
+    if not os.path.exists(os.path.join(PLUGIN_DIR, "kf5", "kio", "kio_sanecopy.so")):
+        stick.skip(f"no kf5/kio/kio_sanecopy.so under {PLUGIN_DIR} (a KF6 build is not driven by kioclient5)")
+    stick.require_root_or_skip()
+    work = tempfile.mkdtemp(prefix="sanecopy-kio-test-", dir="/var/tmp")
+    RUNTIME_DIR = os.path.join(work, "runtime")
+    os.mkdir(RUNTIME_DIR, 0o700)
+    try:
+        CASES[a.case](work)
+    except Failure as e:
+        print(f"FAIL: {a.case}: {e}")
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"PASS: {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
