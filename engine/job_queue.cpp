@@ -4,9 +4,14 @@
 #include "chunk_controller.h"
 #include "destination.h"
 #include "device_probe.h"
+#include "fd.h"
 #include "sys.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <sys/file.h>
+#include <thread>
+#include <unistd.h>
 #include <chrono>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -115,6 +120,51 @@ std::shared_ptr<Job> JobQueue::submit(JobSpec spec, std::shared_ptr<JobObserver>
     return job;
 }
 
+std::string JobQueue::lock_folder()
+{
+    const char *runtime = std::getenv("XDG_RUNTIME_DIR");
+    if (runtime && *runtime == '/')
+        return std::string(runtime) + "/sanecopy";
+    return "/tmp/sanecopy-" + std::to_string(::getuid());
+}
+
+namespace {
+
+// Holds an exclusive flock on <lock folder>/<lane key>.lock. The lock goes with the descriptor, also when the
+// process dies, so a crashed copier never blocks the next one. Failing to make the lock file costs only the
+// cross-process guarantee: the copy itself goes ahead.
+UniqueFd lock_device(const std::string &key, const JobControl &control)
+{
+    const std::string folder = JobQueue::lock_folder();
+    if (sys().mkdirat(AT_FDCWD, folder.c_str(), 0700) < 0 && errno != EEXIST)
+        return {};
+    struct stat st {};
+    // A folder of ours only: in /tmp, someone else could have made it first.
+    if (sys().fstatat(AT_FDCWD, folder.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::getuid())
+        return {};
+    std::string name = key;
+    for (char &c : name)
+        if (c == '/')
+            c = '_';
+    const std::string path = folder + "/" + name + ".lock";
+    UniqueFd fd(retry_eintr(
+        [&] { return sys().openat(AT_FDCWD, path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600); }));
+    if (!fd)
+        return {};
+    // Polled rather than blocking, so a cancelled job stops waiting.
+    while (sys().flock(fd.get(), LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return {};
+        if (control.cancel_requested())
+            return {};
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return fd;
+}
+
+} // namespace
+
 void JobQueue::run_lane(const std::string &key)
 {
     for (;;) {
@@ -130,6 +180,9 @@ void JobQueue::run_lane(const std::string &key)
             job = lane.jobs.front();
             lane.jobs.pop_front();
         }
+        // Another process (a second Dolphin job, a sanecp in a terminal) may be writing to the same device: wait
+        // for its lane lock, still Queued, and give up if the job is cancelled meanwhile.
+        UniqueFd device_lock = lock_device(key, job->control_);
         job->started_ = monotonic_seconds();
         JobSummary summary;
         if (job->control_.cancel_requested()) {

@@ -94,6 +94,10 @@ public:
 
     static std::string default_lane(const JobSpec &spec);
 
+    // The folder of the per-device lock files that extend "one writer per device" across processes (the KIO
+    // worker runs one process per Dolphin job): $XDG_RUNTIME_DIR/sanecopy, else /tmp/sanecopy-<uid>.
+    static std::string lock_folder();
+
 private:
     struct Lane {
         std::deque<std::shared_ptr<Job>> jobs;

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
@@ -98,6 +99,7 @@ int Syscalls::utimensat(int dirfd, const char *path, const struct timespec times
     return ::utimensat(dirfd, path, times, flags);
 }
 int Syscalls::fcntl_setfl(int fd, int flags) { return ::fcntl(fd, F_SETFL, flags); }
+int Syscalls::flock(int fd, int operation) { return ::flock(fd, operation); }
 
 int Syscalls::list_dir(int dirfd, std::vector<std::string> &names)
 {

@@ -58,6 +58,7 @@ public:
     virtual int futimens(int fd, const struct timespec times[2]);
     virtual int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags);
     virtual int fcntl_setfl(int fd, int flags);
+    virtual int flock(int fd, int operation);
     // Lists a directory's entries (without "." and ".."). Returns 0 or -1 with errno. Reads through a
     // duplicate of |dirfd|, which stays open and untouched.
     virtual int list_dir(int dirfd, std::vector<std::string> &names);

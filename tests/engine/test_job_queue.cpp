@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace sanecopy;
 using namespace sanecopy::test;
@@ -186,7 +187,8 @@ TEST_CASE("job queue: jobs to one device run one after another")
     make_slow(fs);
     ScopedSyscalls seam(fs);
     auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
-    JobQueue queue(0.05, [](const JobSpec &) { return std::string("stick"); });
+    const std::string lane = "test-stick-" + std::to_string(::getpid());
+    JobQueue queue(0.05, [lane](const JobSpec &) { return lane; });
     auto ja = queue.submit(spec_of(t / "a", t / "a.copy"), ra);
     auto jb = queue.submit(spec_of(t / "b", t / "b.copy"), rb);
     REQUIRE(ja->wait().ok());
@@ -195,6 +197,7 @@ TEST_CASE("job queue: jobs to one device run one after another")
     REQUIRE(rb->first_running > 0);
     CHECK(rb->first_running >= ra->finished_at);
     CHECK(same_bytes(t / "b", t / "b.copy"));
+    ::unlink((JobQueue::lock_folder() + "/" + lane + ".lock").c_str());
 }
 
 TEST_CASE("job queue: jobs to different devices run at the same time")
@@ -206,7 +209,8 @@ TEST_CASE("job queue: jobs to different devices run at the same time")
     make_slow(fs);
     ScopedSyscalls seam(fs);
     auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
-    JobQueue queue(0.05, [](const JobSpec &spec) { return spec.destination; });
+    const std::string lane = "test-device-" + std::to_string(::getpid()) + "-";
+    JobQueue queue(0.05, [lane](const JobSpec &spec) { return lane + spec.destination.substr(spec.destination.size() - 6); });
     auto ja = queue.submit(spec_of(t / "a", t / "a.copy"), ra);
     auto jb = queue.submit(spec_of(t / "b", t / "b.copy"), rb);
     REQUIRE(ja->wait().ok());
@@ -214,4 +218,28 @@ TEST_CASE("job queue: jobs to different devices run at the same time")
     CHECK(fs.max_concurrent_data_calls == 2);
     CHECK(same_bytes(t / "a", t / "a.copy"));
     CHECK(same_bytes(t / "b", t / "b.copy"));
+    for (const char *dest : {"a.copy", "b.copy"})
+        ::unlink((JobQueue::lock_folder() + "/" + lane + dest + ".lock").c_str());
+}
+
+TEST_CASE("job queue: one writer per device holds across processes too (a lock per device)")
+{
+    // Two queues stand for two processes (two Dolphin jobs in two KIO workers) writing to one device.
+    TempDir t;
+    write_pattern_file(t / "a", 8 * MiB, 1);
+    write_pattern_file(t / "b", 8 * MiB, 2);
+    FaultSyscalls fs;
+    make_slow(fs);
+    ScopedSyscalls seam(fs);
+    const std::string lane = "test-lane-" + std::to_string(::getpid());
+    auto same_device = [lane](const JobSpec &) { return lane; };
+    JobQueue first(0.05, same_device), second(0.05, same_device);
+    auto ja = first.submit(spec_of(t / "a", t / "a.copy"));
+    auto jb = second.submit(spec_of(t / "b", t / "b.copy"));
+    REQUIRE(ja->wait().ok());
+    REQUIRE(jb->wait().ok());
+    CHECK(fs.max_concurrent_data_calls == 1);
+    CHECK(same_bytes(t / "b", t / "b.copy"));
+    CHECK(exists(JobQueue::lock_folder() + "/" + lane + ".lock"));
+    ::unlink((JobQueue::lock_folder() + "/" + lane + ".lock").c_str());
 }
