@@ -14,7 +14,6 @@ int main(int argc, char **argv)
     QApplication::setApplicationName(QStringLiteral("SaneCopy"));
     QApplication::setApplicationVersion(QStringLiteral(SANECOPY_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("io.github.sanecopy.SaneCopy"));
-    QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.sanecopy.SaneCopy")));
 
     const QStringList args = QApplication::arguments();
     if (args.contains(QLatin1String("--help")) || args.contains(QLatin1String("-h"))) {
@@ -30,6 +29,8 @@ int main(int argc, char **argv)
         return 2;
     }
     SaneCopy::MainWindow window;
+    // The window knows the fallback to the icon compiled into the library when the theme has none.
+    QApplication::setWindowIcon(window.windowIcon());
     window.show();
     window.applyCommandLine(cmd);
     return QApplication::exec();

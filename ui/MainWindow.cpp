@@ -2,6 +2,7 @@
 #include "MainWindow.h"
 
 #include "DestinationPicker.h"
+#include "DolphinHook.h"
 #include "EngineBridge.h"
 #include "JobModel.h"
 #include "Notifier.h"
@@ -16,18 +17,41 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSplitter>
 #include <QVBoxLayout>
 
+// The icon resource lives in a static library, where the linker drops an initializer nothing refers to; this
+// call refers to it. Q_INIT_RESOURCE must be used outside any namespace.
+static void registerIconResource()
+{
+    Q_INIT_RESOURCE(sanecopy_icons);
+}
+
 namespace SaneCopy {
+
+namespace {
+
+// The installed theme icon, else the copy compiled into this library (sanecopy_icons.qrc): an uninstalled build,
+// or a desktop whose icon path misses the install prefix, still shows SaneCopy's own icon. Qt draws the SVG
+// through its qsvgicon plugin (Debian: libqt6svg6).
+QIcon appIcon()
+{
+    static const bool registered = (registerIconResource(), true);
+    Q_UNUSED(registered)
+    return QIcon::fromTheme(QStringLiteral("io.github.sanecopy.SaneCopy"),
+                            QIcon(QStringLiteral(":/icons/io.github.sanecopy.SaneCopy.svg")));
+}
+
+} // namespace
 
 MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
 {
     setWindowTitle(tr("SaneCopy"));
-    setWindowIcon(QIcon::fromTheme(QStringLiteral("io.github.sanecopy.SaneCopy"),
-                                   QIcon::fromTheme(QStringLiteral("edit-copy"))));
+    setWindowIcon(appIcon());
     bridge_ = new EngineBridge(this);
     model_ = new JobModel(this);
 
@@ -88,9 +112,32 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     connect(queue_, &QueueView::cancelRequested, bridge_, &EngineBridge::cancel);
     connect(queue_, &QueueView::ejectRequested, this, &MainWindow::eject);
 
+    if (DolphinHook::insideFlatpak())
+        addDolphinHookMenu();
+
     destination_->refreshDevices();
     updateHint();
     resize(900, 720);
+}
+
+void MainWindow::addDolphinHookMenu()
+{
+    QMenu *settings = menuBar()->addMenu(tr("&Settings"));
+    QAction *toggle = settings->addAction(QIcon::fromTheme(QStringLiteral("system-file-manager")), QString());
+    DolphinHook hook(DolphinHook::hostDataHome());
+    auto refresh = [toggle, hook] {
+        toggle->setText(hook.isInstalled() ? tr("Remove from Dolphin's context menu")
+                                           : tr("Add to Dolphin's context menu"));
+    };
+    refresh();
+    // The file may have been removed by hand since: ask again each time the menu opens.
+    connect(settings, &QMenu::aboutToShow, toggle, refresh);
+    connect(toggle, &QAction::triggered, this, [this, hook, refresh]() mutable {
+        if (!(hook.isInstalled() ? hook.uninstall() : hook.install()))
+            QMessageBox::warning(this, tr("Dolphin's context menu"),
+                                 tr("Could not change %1: %2").arg(hook.menuPath(), hook.errorString()));
+        refresh();
+    });
 }
 
 MainWindow::~MainWindow() = default;

@@ -65,6 +65,8 @@ private:
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
     void eject(quint64 jobId);
     void updateHint();
+    // Settings > Add to / Remove from Dolphin's context menu, inside flatpak only (see DolphinHook.h).
+    void addDolphinHookMenu();
 
     EngineBridge *bridge_;
     JobModel *model_;
