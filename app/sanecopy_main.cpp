@@ -6,6 +6,7 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QFile>
 #include <cstdio>
 
 int main(int argc, char **argv)
@@ -15,15 +16,18 @@ int main(int argc, char **argv)
     QApplication::setApplicationVersion(QStringLiteral(SANECOPY_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("io.github.sanecopy.SaneCopy"));
 
-    const QStringList args = QApplication::arguments();
-    if (args.contains(QLatin1String("--help")) || args.contains(QLatin1String("-h"))) {
+    // The arguments as the bytes they are: a file name need not be UTF-8 (see ui/Paths.h).
+    QList<QByteArray> args;
+    for (int i = 1; i < argc; ++i)
+        args << QByteArray(argv[i]);
+    const SaneCopy::CommandLine cmd = SaneCopy::parseCommandLine(args, QFile::encodeName(QDir::currentPath()));
+    if (cmd.help) {
         std::printf("Usage: sanecopy [--to DEST] [FILE...]\n"
                     "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
                     "  --to DEST   start copying FILEs into DEST at once\n"
                     "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n");
         return 0;
     }
-    const SaneCopy::CommandLine cmd = SaneCopy::parseCommandLine(args, QDir::currentPath());
     if (!cmd.error.isEmpty()) {
         std::fprintf(stderr, "sanecopy: %s\n", qPrintable(cmd.error));
         return 2;

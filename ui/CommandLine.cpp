@@ -1,42 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "CommandLine.h"
 
-#include <QCommandLineParser>
-#include <QDir>
-#include <QUrl>
-
 namespace SaneCopy {
 
-namespace {
-QString absolute(const QString &arg, const QString &cwd)
-{
-    if (arg.startsWith(QLatin1String("file:")))
-        return QUrl(arg).toLocalFile();
-    return QDir::cleanPath(QDir(cwd).absoluteFilePath(arg));
-}
-} // namespace
-
-CommandLine parseCommandLine(const QStringList &arguments, const QString &workingDirectory)
+// Parsed by hand rather than with QCommandLineParser: that one takes QStrings, and a file name that is not
+// UTF-8 would not survive the trip.
+CommandLine parseCommandLine(const QList<QByteArray> &arguments, const QByteArray &cwd)
 {
     CommandLine result;
-    QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("Copies files at the device's own speed."));
-    QCommandLineOption to(QStringList{QStringLiteral("to"), QStringLiteral("t")},
-                          QStringLiteral("Start copying at once into DEST."), QStringLiteral("DEST"));
-    parser.addOption(to);
-    parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("Files and folders to copy."),
-                                 QStringLiteral("[FILE...]"));
-    if (!parser.parse(arguments)) {
-        result.error = parser.errorText();
-        return result;
+    bool options = true;
+    for (qsizetype i = 0; i < arguments.size(); ++i) {
+        const QByteArray &arg = arguments[i];
+        if (options && arg == "--") {
+            options = false;
+        } else if (options && (arg == "--help" || arg == "-h")) {
+            result.help = true;
+        } else if (options && (arg == "--to" || arg == "-t")) {
+            if (i + 1 >= arguments.size()) {
+                result.error = QStringLiteral("--to needs a destination folder");
+                return result;
+            }
+            result.destination = pathFromArgument(arguments[++i], cwd);
+        } else if (options && arg.startsWith("--to=")) {
+            result.destination = pathFromArgument(arg.mid(5), cwd);
+        } else if (options && arg.startsWith('-') && arg.size() > 1) {
+            result.error = QStringLiteral("unknown option: %1").arg(QString::fromUtf8(arg));
+            return result;
+        } else if (QByteArray path = pathFromArgument(arg, cwd); !path.isEmpty()) {
+            result.files << path;
+        }
     }
-    for (const QString &arg : parser.positionalArguments())
-        result.files << absolute(arg, workingDirectory);
-    if (parser.isSet(to)) {
-        result.destination = absolute(parser.value(to), workingDirectory);
-        if (result.files.isEmpty())
-            result.error = QStringLiteral("--to needs files to copy");
-    }
+    if (!result.destination.isEmpty() && result.files.isEmpty())
+        result.error = QStringLiteral("--to needs files to copy");
     return result;
 }
 

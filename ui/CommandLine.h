@@ -4,22 +4,24 @@
 //   files, no --to: the window opens with them queued and asks where to copy them (Dolphin's "Safe Copy To…");
 //   --to DEST:       copying starts at once;
 //   nothing:         an empty window waits for a drop.
+// Arguments are taken as the bytes the process got (see Paths.h), not as text.
 #pragma once
 
+#include "Paths.h"
+
 #include <QString>
-#include <QStringList>
 
 namespace SaneCopy {
 
 struct CommandLine {
-    QStringList files;   // absolute paths
-    QString destination; // empty: ask
-    QString error;       // set when the arguments can't be used; the app prints it and exits with 2
+    PathList files;         // absolute
+    QByteArray destination; // empty: ask
+    QString error;          // set when the arguments can't be used; the app prints it and exits with 2
+    bool help = false;
     bool startNow() const { return !files.isEmpty() && !destination.isEmpty(); }
 };
 
-// |arguments| includes the program name, as QCoreApplication::arguments() does. Relative paths are made
-// absolute against |workingDirectory|. file:// URLs (as some launchers pass) are accepted too.
-CommandLine parseCommandLine(const QStringList &arguments, const QString &workingDirectory);
+// |arguments| excludes the program name. Relative paths are made absolute against |workingDirectory|.
+CommandLine parseCommandLine(const QList<QByteArray> &arguments, const QByteArray &workingDirectory);
 
 } // namespace SaneCopy

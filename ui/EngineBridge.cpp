@@ -128,11 +128,12 @@ int EngineBridge::ask(std::function<void(quint64)> post, int answerIfGone)
 quint64 EngineBridge::submit(const Options &options)
 {
     sanecopy::JobSpec spec;
-    for (const QString &s : options.sources)
+    for (const QByteArray &s : options.sources)
         spec.sources.push_back(s.toStdString());
     spec.destination = options.destination.toStdString();
     spec.conflict = sanecopy::ConflictPolicy(options.conflict);
     spec.verify = options.verify;
+    spec.rename_invalid = options.renameInvalid;
 
     // The job's id is known only after submit; the callbacks read it from here.
     auto jobIdBox = std::make_shared<std::atomic<quint64>>(0);
@@ -194,10 +195,10 @@ void EngineBridge::answerError(quint64 questionId, int answer)
         p->answer(answer);
 }
 
-void EngineBridge::planAsync(quint64 requestId, const QStringList &sources, const QString &destination)
+void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const QByteArray &destination)
 {
     sanecopy::JobSpec spec;
-    for (const QString &s : sources)
+    for (const QByteArray &s : sources)
         spec.sources.push_back(s.toStdString());
     spec.destination = destination.toStdString();
     QPointer<EngineBridge> guard(this);
@@ -210,12 +211,19 @@ void EngineBridge::planAsync(quint64 requestId, const QStringList &sources, cons
         const qint64 total = qint64(plan.total_bytes), files = qint64(plan.files);
         const QString mount = qs(plan.device.mount_point), block = qs(plan.device.block_device);
         const bool removable = plan.device.removable;
+        int badNames = 0;
+        for (const auto &[path, why] : plan.left_out) {
+            const auto slash = path.rfind('/');
+            badNames += !sanecopy::name_problem(slash == std::string::npos ? path : path.substr(slash + 1),
+                                                plan.device.limits)
+                             .empty();
+        }
         // The application object outlives this thread; the bridge may not, hence the guard checked over there.
         QMetaObject::invokeMethod(
             QCoreApplication::instance(),
-            [guard, requestId, problems, total, files, mount, block, removable] {
+            [guard, requestId, problems, total, files, mount, block, removable, badNames] {
                 if (guard)
-                    Q_EMIT guard->planned(requestId, problems, total, files, mount, block, removable);
+                    Q_EMIT guard->planned(requestId, problems, total, files, mount, block, removable, badNames);
             },
             Qt::QueuedConnection);
     }).detach();

@@ -11,6 +11,7 @@
 
 #include "copy_job.h"
 #include "job_queue.h"
+#include "Paths.h"
 
 #include <QHash>
 #include <QObject>
@@ -39,12 +40,13 @@ class EngineBridge : public QObject {
     Q_OBJECT
 public:
     struct Options {
-        QStringList sources;
-        QString destination;
+        PathList sources;
+        QByteArray destination;
         int conflict = int(sanecopy::ConflictPolicy::Refuse);
         bool askOnConflict = true;
         bool askOnError = true;
-        bool verify = false; // read each file back from the device and compare hashes
+        bool verify = false;        // read each file back from the device and compare hashes
+        bool renameInvalid = false; // copy names the target refuses under a safe name
     };
 
     explicit EngineBridge(QObject *parent = nullptr, double tickSeconds = 0.2);
@@ -57,7 +59,7 @@ public:
     void cancel(quint64 jobId);
 
     // The plan of a copy, computed on a worker thread: planned() arrives with |requestId| when it is known.
-    void planAsync(quint64 requestId, const QStringList &sources, const QString &destination);
+    void planAsync(quint64 requestId, const PathList &sources, const QByteArray &destination);
 
 public Q_SLOTS:
     void answerConflict(quint64 questionId, int answer); // sanecopy::ConflictAnswer
@@ -72,8 +74,9 @@ Q_SIGNALS:
     void conflictAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &target,
                        qint64 sourceSize, qint64 targetSize, bool targetIsFolder);
     void errorAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &message);
+    // |badNames|: how many of the problems are names the target refuses (a safe name would fix them).
     void planned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
-                 const QString &mountPoint, const QString &blockDevice, bool removable);
+                 const QString &mountPoint, const QString &blockDevice, bool removable, int badNames);
 
 private:
     class Observer;

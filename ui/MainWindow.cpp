@@ -13,6 +13,8 @@
 #include "TimeSeriesChart.h"
 #include "Udisks.h"
 
+#include <QCheckBox>
+#include <QFile>
 #include <QFileInfo>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -72,6 +74,8 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     toRow->addWidget(destination_, 1);
     toRow->addWidget(copy_);
     whatLayout->addLayout(toRow);
+    verify_ = new QCheckBox(tr("&Verify: read every file back from the device and compare it with the source"), what);
+    whatLayout->addWidget(verify_);
     hint_ = new QLabel(what);
     hint_->setWordWrap(true);
     whatLayout->addWidget(hint_);
@@ -146,7 +150,7 @@ void MainWindow::applyCommandLine(const CommandLine &cmd)
 {
     sources_->addSources(cmd.files);
     if (!cmd.destination.isEmpty())
-        destination_->setDestination(cmd.destination);
+        destination_->setDestination(QFile::decodeName(cmd.destination));
     if (cmd.startNow())
         startCopy();
     else if (!cmd.files.isEmpty())
@@ -169,24 +173,24 @@ void MainWindow::updateHint()
 
 void MainWindow::startCopy()
 {
-    const QStringList sources = sources_->sources();
-    const QString destination = destination_->destination();
+    const PathList sources = sources_->sources();
+    const QByteArray destination = QFile::encodeName(destination_->destination());
     if (sources.isEmpty() || destination.isEmpty())
         return;
     const quint64 id = nextPlan_++;
-    planning_.insert(id, {sources, destination});
+    planning_.insert(id, {sources, destination, verify_->isChecked(), false});
     copy_->setEnabled(false);
     hint_->setText(tr("Checking the destination…"));
     bridge_->planAsync(id, sources, destination);
 }
 
 void MainWindow::onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
-                           const QString &mountPoint, const QString &blockDevice, bool removable)
+                           const QString &mountPoint, const QString &blockDevice, bool removable, int badNames)
 {
     Q_UNUSED(totalBytes)
     if (!planning_.contains(requestId))
         return;
-    const PendingCopy copy = planning_.take(requestId);
+    PendingCopy copy = planning_.take(requestId);
     sources_->clear();
     updateHint();
     if (problems.isEmpty()) {
@@ -199,16 +203,22 @@ void MainWindow::onPlanned(quint64 requestId, const QStringList &problems, qint6
     box->setWindowModality(Qt::WindowModal);
     box->setIcon(QMessageBox::Warning);
     box->setWindowTitle(tr("Before copying"));
-    box->setText(files > 0 ? tr("Some of this can't be copied to %1.").arg(copy.destination)
-                           : tr("Nothing of this can be copied to %1.").arg(copy.destination));
+    box->setText(files > 0 || badNames > 0 ? tr("Some of this can't be copied to %1.").arg(displayPath(copy.destination))
+                                           : tr("Nothing of this can be copied to %1.").arg(displayPath(copy.destination)));
     box->setInformativeText(problems.mid(0, 8).join(QLatin1Char('\n')) +
                             (problems.size() > 8 ? tr("\n… and %1 more.").arg(problems.size() - 8) : QString()));
     box->setDetailedText(problems.join(QLatin1Char('\n')));
     QPushButton *go = files > 0 ? box->addButton(tr("Copy the rest"), QMessageBox::AcceptRole) : nullptr;
-    box->addButton(files > 0 ? QMessageBox::Cancel : QMessageBox::Close);
-    connect(box, &QMessageBox::finished, this, [=, this] {
-        if (go && box->clickedButton() == go)
+    // Names FAT/exFAT refuse can still go, under a safe name ('_' for what the filesystem can't store).
+    QPushButton *rename = badNames > 0 ? box->addButton(tr("Copy with safe names"), QMessageBox::AcceptRole) : nullptr;
+    box->addButton(files > 0 || badNames > 0 ? QMessageBox::Cancel : QMessageBox::Close);
+    connect(box, &QMessageBox::finished, this, [=, this]() mutable {
+        if (rename && box->clickedButton() == rename) {
+            copy.renameInvalid = true;
             queueCopy(copy, mountPoint, blockDevice, removable);
+        } else if (go && box->clickedButton() == go) {
+            queueCopy(copy, mountPoint, blockDevice, removable);
+        }
     });
     box->open();
     Q_EMIT problemsShown(problems);
@@ -219,12 +229,14 @@ void MainWindow::queueCopy(const PendingCopy &copy, const QString &mountPoint, c
     EngineBridge::Options options;
     options.sources = copy.sources;
     options.destination = copy.destination;
+    options.verify = copy.verify;
+    options.renameInvalid = copy.renameInvalid;
     const quint64 jobId = bridge_->submit(options);
-    const QString what = copy.sources.size() == 1 ? QFileInfo(copy.sources.first()).fileName()
+    const QString what = copy.sources.size() == 1 ? QFileInfo(displayPath(copy.sources.first())).fileName()
                                                   : tr("%1 items").arg(copy.sources.size());
-    const QString where = QFileInfo(copy.destination).fileName().isEmpty() ? copy.destination
-                                                                           : QFileInfo(copy.destination).fileName();
-    model_->addJob(jobId, tr("%1 → %2").arg(what, where), copy.destination, mountPoint, blockDevice, removable);
+    const QString dest = displayPath(copy.destination);
+    const QString where = QFileInfo(dest).fileName().isEmpty() ? dest : QFileInfo(dest).fileName();
+    model_->addJob(jobId, tr("%1 → %2").arg(what, where), dest, mountPoint, blockDevice, removable);
     Q_EMIT jobQueued(jobId);
 }
 

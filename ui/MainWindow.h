@@ -11,6 +11,7 @@
 #include <QMainWindow>
 #include <QStringList>
 
+class QCheckBox;
 class QLabel;
 class QPushButton;
 
@@ -44,6 +45,7 @@ public:
     TimeSeriesChart *dirtyChart() const { return dirty_; }
     QLabel *hint() const { return hint_; }
     QPushButton *copyButton() const { return copy_; }
+    QCheckBox *verifyBox() const { return verify_; }
 
 public Q_SLOTS:
     // Plans a copy of the current sources to the current destination, shows problems, then queues it.
@@ -56,11 +58,13 @@ Q_SIGNALS:
 
 private:
     struct PendingCopy {
-        QStringList sources;
-        QString destination;
+        PathList sources;
+        QByteArray destination;
+        bool verify = false;
+        bool renameInvalid = false;
     };
     void onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
-                   const QString &mountPoint, const QString &blockDevice, bool removable);
+                   const QString &mountPoint, const QString &blockDevice, bool removable, int badNames);
     void queueCopy(const PendingCopy &copy, const QString &mountPoint, const QString &blockDevice, bool removable);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
     void eject(quint64 jobId);
@@ -73,6 +77,7 @@ private:
     SourceDropArea *sources_;
     DestinationPicker *destination_;
     QPushButton *copy_;
+    QCheckBox *verify_;
     QLabel *hint_;
     QueueView *queue_;
     TimeSeriesChart *throughput_;

@@ -3,7 +3,7 @@
 
 #include <QDragEnterEvent>
 #include <QFileDialog>
-#include <QFileInfo>
+#include <QFile>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QUrl>
 #include <QVBoxLayout>
+#include <sys/stat.h>
 
 namespace SaneCopy {
 
@@ -37,33 +38,33 @@ SourceDropArea::SourceDropArea(QWidget *parent) : QWidget(parent)
     layout->addLayout(buttons);
 
     connect(addFiles, &QPushButton::clicked, this, [this] {
-        addSources(QFileDialog::getOpenFileNames(this, tr("Files to copy")));
+        PathList paths;
+        for (const QString &f : QFileDialog::getOpenFileNames(this, tr("Files to copy")))
+            paths << QFile::encodeName(f);
+        addSources(paths);
     });
     connect(addFolder, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder to copy"));
         if (!dir.isEmpty())
-            addSources({dir});
+            addSources({QFile::encodeName(dir)});
     });
     connect(clear_, &QPushButton::clicked, this, &SourceDropArea::clear);
     refresh();
 }
 
-QStringList SourceDropArea::localPaths(const QMimeData *mime)
+PathList SourceDropArea::localPaths(const QMimeData *mime)
 {
-    QStringList paths;
-    if (!mime || !mime->hasUrls())
-        return paths;
-    for (const QUrl &url : mime->urls()) {
-        if (url.isLocalFile() && !url.toLocalFile().isEmpty())
-            paths << url.toLocalFile();
-    }
-    return paths;
+    // The raw text/uri-list, not QMimeData::urls(): QUrl turns a percent-encoded byte that is not UTF-8 into text
+    // and the name is lost.
+    if (!mime || !mime->hasFormat(QStringLiteral("text/uri-list")))
+        return {};
+    return localPathsFromUriList(mime->data(QStringLiteral("text/uri-list")));
 }
 
-void SourceDropArea::addSources(const QStringList &paths)
+void SourceDropArea::addSources(const PathList &paths)
 {
     bool added = false;
-    for (const QString &p : paths) {
+    for (const QByteArray &p : paths) {
         if (!p.isEmpty() && !sources_.contains(p)) {
             sources_ << p;
             added = true;
@@ -71,7 +72,7 @@ void SourceDropArea::addSources(const QStringList &paths)
     }
     if (added) {
         refresh();
-        Q_EMIT sourcesChanged(sources_);
+        Q_EMIT sourcesChanged();
     }
 }
 
@@ -81,7 +82,7 @@ void SourceDropArea::clear()
         return;
     sources_.clear();
     refresh();
-    Q_EMIT sourcesChanged(sources_);
+    Q_EMIT sourcesChanged();
 }
 
 void SourceDropArea::refresh()
@@ -92,12 +93,12 @@ void SourceDropArea::refresh()
         hint->setFlags(Qt::NoItemFlags);
         hint->setTextAlignment(Qt::AlignCenter);
     }
-    for (const QString &p : sources_) {
-        const QFileInfo info(p);
-        auto *item = new QListWidgetItem(QIcon::fromTheme(info.isDir() ? QStringLiteral("folder")
-                                                                        : QStringLiteral("text-x-generic")),
-                                         p, list_);
-        item->setToolTip(p);
+    for (const QByteArray &p : sources_) {
+        struct stat st {};
+        const bool dir = ::stat(p.constData(), &st) == 0 && S_ISDIR(st.st_mode);
+        auto *item = new QListWidgetItem(QIcon::fromTheme(dir ? QStringLiteral("folder") : QStringLiteral("text-x-generic")),
+                                         displayPath(p), list_);
+        item->setToolTip(displayPath(p));
     }
     clear_->setEnabled(!sources_.isEmpty());
 }
@@ -116,7 +117,7 @@ void SourceDropArea::dragMoveEvent(QDragMoveEvent *event)
 
 bool SourceDropArea::addDropped(const QMimeData *mime)
 {
-    const QStringList paths = localPaths(mime);
+    const PathList paths = localPaths(mime);
     addSources(paths);
     return !paths.isEmpty();
 }

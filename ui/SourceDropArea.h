@@ -4,6 +4,8 @@
 // manager), plus buttons to add files or a folder and to clear the list.
 #pragma once
 
+#include "Paths.h"
+
 #include <QStringList>
 #include <QWidget>
 
@@ -18,17 +20,18 @@ class SourceDropArea : public QWidget {
 public:
     explicit SourceDropArea(QWidget *parent = nullptr);
 
-    QStringList sources() const { return sources_; }
-    void addSources(const QStringList &paths);
+    PathList sources() const { return sources_; }
+    void addSources(const PathList &paths);
     void clear();
 
-    // Pure: the local paths in a drop (text/uri-list). Remote URLs are left out: the engine copies local files.
-    static QStringList localPaths(const QMimeData *mime);
+    // Pure: the local paths in a drop (text/uri-list), as bytes. Remote URLs are left out: the engine copies local
+    // files.
+    static PathList localPaths(const QMimeData *mime);
     // What a drop does: adds its local paths. False when it had none.
     bool addDropped(const QMimeData *mime);
 
 Q_SIGNALS:
-    void sourcesChanged(const QStringList &sources);
+    void sourcesChanged();
 
 protected:
     void dragEnterEvent(QDragEnterEvent *event) override;
@@ -38,7 +41,7 @@ protected:
 private:
     void refresh();
 
-    QStringList sources_;
+    PathList sources_;
     QListWidget *list_;
     QPushButton *clear_;
 };

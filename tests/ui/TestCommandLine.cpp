@@ -11,40 +11,52 @@ class TestCommandLine : public QObject {
 private Q_SLOTS:
     void parse_data()
     {
-        QTest::addColumn<QStringList>("args");
-        QTest::addColumn<QStringList>("files");
-        QTest::addColumn<QString>("destination");
+        QTest::addColumn<QList<QByteArray>>("args");
+        QTest::addColumn<QList<QByteArray>>("files");
+        QTest::addColumn<QByteArray>("destination");
         QTest::addColumn<bool>("startNow");
         QTest::addColumn<bool>("error");
-        const QString cwd = QStringLiteral("/home/me");
-        QTest::newRow("nothing: empty window") << QStringList{} << QStringList{} << QString() << false << false;
-        QTest::newRow("files: ask where")
-            << QStringList{QStringLiteral("a.iso"), QStringLiteral("/abs/b")}
-            << QStringList{QStringLiteral("/home/me/a.iso"), QStringLiteral("/abs/b")} << QString() << false << false;
-        QTest::newRow("--to: start at once")
-            << QStringList{QStringLiteral("--to"), QStringLiteral("/media/STICK"), QStringLiteral("a.iso")}
-            << QStringList{QStringLiteral("/home/me/a.iso")} << QStringLiteral("/media/STICK") << true << false;
-        QTest::newRow("file URLs from a launcher")
-            << QStringList{QStringLiteral("file:///tmp/with%20space")} << QStringList{QStringLiteral("/tmp/with space")}
-            << QString() << false << false;
-        QTest::newRow("--to without files") << QStringList{QStringLiteral("--to"), QStringLiteral("/x")} << QStringList{}
-                                            << QStringLiteral("/x") << false << true;
-        QTest::newRow("unknown option") << QStringList{QStringLiteral("--bogus")} << QStringList{} << QString() << false << true;
+        using L = QList<QByteArray>;
+        QTest::newRow("nothing: empty window") << L{} << L{} << QByteArray() << false << false;
+        QTest::newRow("files: ask where") << L{"a.iso", "/abs/b/"} << L{"/home/me/a.iso", "/abs/b"} << QByteArray()
+                                          << false << false;
+        QTest::newRow("--to: start at once") << L{"--to", "/media/STICK", "a.iso"} << L{"/home/me/a.iso"}
+                                             << QByteArray("/media/STICK") << true << false;
+        QTest::newRow("--to=") << L{"--to=/media/S", "x"} << L{"/home/me/x"} << QByteArray("/media/S") << true << false;
+        QTest::newRow("file URLs from a launcher") << L{"file:///tmp/with%20space", "file://localhost/tmp/caf%E9"}
+                                                   << L{"/tmp/with space", "/tmp/caf\xe9"} << QByteArray() << false
+                                                   << false;
+        // regression: a name that is not UTF-8 must reach the engine as its own bytes
+        QTest::newRow("raw non-UTF-8 bytes") << L{"/tmp/caf\xe9"} << L{"/tmp/caf\xe9"} << QByteArray() << false << false;
+        // What Dolphin's %F passes for that name: the byte 0xE9 spelled as U+10FE69.
+        QTest::newRow("KDE's spelling of it") << L{"/tmp/caf\xf4\x8f\xb9\xa9"} << L{"/tmp/caf\xe9"} << QByteArray()
+                                              << false << false;
+        QTest::newRow("a file named like an option, after --") << L{"--", "-x"} << L{"/home/me/-x"} << QByteArray()
+                                                                << false << false;
+        QTest::newRow("--to without files") << L{"--to", "/x"} << L{} << QByteArray("/x") << false << true;
+        QTest::newRow("unknown option") << L{"--bogus"} << L{} << QByteArray() << false << true;
     }
     void parse()
     {
-        QFETCH(QStringList, args);
-        QFETCH(QStringList, files);
-        QFETCH(QString, destination);
+        QFETCH(QList<QByteArray>, args);
+        QFETCH(QList<QByteArray>, files);
+        QFETCH(QByteArray, destination);
         QFETCH(bool, startNow);
         QFETCH(bool, error);
-        const CommandLine cmd = parseCommandLine(QStringList{QStringLiteral("sanecopy")} + args, QStringLiteral("/home/me"));
+        const CommandLine cmd = parseCommandLine(args, "/home/me");
         QCOMPARE(!cmd.error.isEmpty(), error);
         if (error)
             return;
         QCOMPARE(cmd.files, files);
         QCOMPARE(cmd.destination, destination);
         QCOMPARE(cmd.startNow(), startNow);
+    }
+
+    void uriListDecodesToBytes()
+    {
+        const PathList paths = localPathsFromUriList("# a comment\r\nfile:///home/me/My%20Videos/caf%E9.mkv\r\n"
+                                                     "smb://server/share/x\r\nfile://otherhost/x\r\n");
+        QCOMPARE(paths, PathList{QByteArray("/home/me/My Videos/caf\xe9.mkv")});
     }
 };
 

@@ -54,8 +54,8 @@ private Q_SLOTS:
             lastDurable = p.durableBytes;
         });
         EngineBridge::Options o;
-        o.sources = {dir.filePath(QStringLiteral("a.bin"))};
-        o.destination = dir.filePath(QStringLiteral("out"));
+        o.sources = {QFile::encodeName(dir.filePath(QStringLiteral("a.bin")))};
+        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         const quint64 id = bridge.submit(o);
         QVERIFY(finished.wait(30000));
         QCOMPARE(finished.first().at(0).toULongLong(), id);
@@ -95,8 +95,8 @@ private Q_SLOTS:
         QSignalSpy asked(&bridge, &EngineBridge::conflictAsked);
         QSignalSpy finished(&bridge, &EngineBridge::finished);
         EngineBridge::Options o;
-        o.sources = {src.fileName()};
-        o.destination = dir.filePath(QStringLiteral("out"));
+        o.sources = {QFile::encodeName(src.fileName())};
+        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         bridge.submit(o);
         QVERIFY(asked.wait(10000));
         QCOMPARE(asked.first().at(3).toString(), old.fileName());
@@ -121,8 +121,8 @@ private Q_SLOTS:
         QSignalSpy asked(&bridge, &EngineBridge::errorAsked);
         QSignalSpy finished(&bridge, &EngineBridge::finished);
         EngineBridge::Options o;
-        o.sources = {dir.filePath(QStringLiteral("big.bin"))};
-        o.destination = dir.filePath(QStringLiteral("out"));
+        o.sources = {QFile::encodeName(dir.filePath(QStringLiteral("big.bin")))};
+        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         bridge.submit(o);
         QVERIFY(asked.wait(10000));
         QVERIFY(asked.first().at(3).toString().contains(QStringLiteral("Input/output error")));
@@ -139,7 +139,8 @@ private Q_SLOTS:
         QDir(dir.path()).mkdir(QStringLiteral("out"));
         EngineBridge bridge;
         QSignalSpy planned(&bridge, &EngineBridge::planned);
-        bridge.planAsync(42, {dir.filePath(QStringLiteral("missing"))}, dir.filePath(QStringLiteral("out")));
+        bridge.planAsync(42, {QFile::encodeName(dir.filePath(QStringLiteral("missing")))},
+                         QFile::encodeName(dir.filePath(QStringLiteral("out"))));
         QVERIFY(planned.wait(10000));
         QCOMPARE(planned.first().at(0).toULongLong(), quint64(42));
         const QStringList problems = planned.first().at(1).toStringList();
@@ -160,8 +161,8 @@ private Q_SLOTS:
         auto *bridge = new EngineBridge(nullptr, 0.05);
         QSignalSpy asked(bridge, &EngineBridge::conflictAsked);
         EngineBridge::Options o;
-        o.sources = {src.fileName()};
-        o.destination = dir.filePath(QStringLiteral("out"));
+        o.sources = {QFile::encodeName(src.fileName())};
+        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         bridge->submit(o);
         QVERIFY(asked.wait(10000));
         // regression: destroying the bridge with a job blocked on a question must not deadlock

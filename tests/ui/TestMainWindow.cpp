@@ -12,6 +12,9 @@
 #include "DurableProgressBar.h"
 
 #include <QFile>
+#include <QMimeData>
+#include <cstdio>
+#include <sys/stat.h>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
@@ -33,7 +36,7 @@ private Q_SLOTS:
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         CommandLine cmd;
-        cmd.files = {QStringLiteral("/var/tmp/a.iso"), QStringLiteral("/var/tmp/b")};
+        cmd.files = {"/var/tmp/a.iso", "/var/tmp/b"};
         w.applyCommandLine(cmd);
         QCOMPARE(w.sourceArea()->sources(), cmd.files);
         QCOMPARE(w.model()->rowCount(), 0); // nothing starts before a destination is chosen
@@ -52,8 +55,8 @@ private Q_SLOTS:
         w.show();
         QSignalSpy queued(&w, &MainWindow::jobQueued);
         CommandLine cmd;
-        cmd.files = {f.fileName()};
-        cmd.destination = dir.filePath(QStringLiteral("out"));
+        cmd.files = {QFile::encodeName(f.fileName())};
+        cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         w.applyCommandLine(cmd);
         QVERIFY(queued.wait(10000));
         QCOMPARE(w.model()->rowCount(), 1);
@@ -80,7 +83,7 @@ private Q_SLOTS:
         w.show();
         QSignalSpy problems(&w, &MainWindow::problemsShown);
         QSignalSpy queued(&w, &MainWindow::jobQueued);
-        w.sourceArea()->addSources({dir.filePath(QStringLiteral("does-not-exist"))});
+        w.sourceArea()->addSources({QFile::encodeName(dir.filePath(QStringLiteral("does-not-exist")))});
         w.destinationPicker()->setDestination(dir.filePath(QStringLiteral("out")));
         w.startCopy();
         QVERIFY(problems.wait(10000));
@@ -118,8 +121,8 @@ private Q_SLOTS:
                     b->click();
         });
         CommandLine cmd;
-        cmd.files = {dir.filePath(QStringLiteral("src/tree"))};
-        cmd.destination = dir.filePath(QStringLiteral("out"));
+        cmd.files = {QFile::encodeName(dir.filePath(QStringLiteral("src/tree")))};
+        cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         w.applyCommandLine(cmd);
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowCount() == 1 && w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
         QCOMPARE(dialogs, 1); // asked once, applied to all three
@@ -128,6 +131,35 @@ private Q_SLOTS:
             QVERIFY(f.open(QIODevice::ReadOnly));
             QCOMPARE(f.readAll(), QByteArray("new"));
         }
+    }
+
+    // regression: a dropped name that is not UTF-8 must arrive with its own bytes, not as U+FFFD
+    void nonUtf8NameDroppedAndCopiedWithVerify()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        const QByteArray root = QFile::encodeName(dir.path());
+        QDir(dir.path()).mkdir(QStringLiteral("out"));
+        const QByteArray name = root + "/caf\xe9 \"x\"\n.bin";
+        {
+            QFile f;
+            QVERIFY(f.open(::fopen(name.constData(), "w"), QIODevice::WriteOnly, QFileDevice::AutoCloseHandle));
+            f.write(QByteArray(2 << 20, 'c'));
+        }
+        MainWindow w;
+        w.show();
+        QMimeData mime;
+        mime.setData(QStringLiteral("text/uri-list"), "file://" + name.toPercentEncoding("/") + "\r\n");
+        QVERIFY(w.sourceArea()->addDropped(&mime));
+        QCOMPARE(w.sourceArea()->sources(), PathList{name});
+        w.destinationPicker()->setDestination(dir.filePath(QStringLiteral("out")));
+        w.verifyBox()->setChecked(true);
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        w.startCopy();
+        QVERIFY(queued.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        struct stat st {};
+        QCOMPARE(::stat((root + "/out/caf\xe9 \"x\"\n.bin").constData(), &st), 0);
+        QCOMPARE(qint64(st.st_size), qint64(2 << 20));
     }
 
     void rendersOffscreen()

@@ -20,8 +20,8 @@ private Q_SLOTS:
         // What Dolphin puts on a drag: text/uri-list, percent-encoded, CRLF-separated.
         mime.setData(QStringLiteral("text/uri-list"),
                      "file:///home/me/My%20Videos/holiday.mkv\r\nfile:///home/me/photos\r\nsmb://server/share/x\r\n");
-        const QStringList paths = SourceDropArea::localPaths(&mime);
-        QCOMPARE(paths, (QStringList{QStringLiteral("/home/me/My Videos/holiday.mkv"), QStringLiteral("/home/me/photos")}));
+        const PathList paths = SourceDropArea::localPaths(&mime);
+        QCOMPARE(paths, (PathList{"/home/me/My Videos/holiday.mkv", "/home/me/photos"}));
     }
 
     void dropAddsSourcesOnceEach()
@@ -31,9 +31,9 @@ private Q_SLOTS:
         QMimeData mime;
         mime.setUrls({QUrl::fromLocalFile(QStringLiteral("/tmp/a")), QUrl::fromLocalFile(QStringLiteral("/tmp/b"))});
         QVERIFY(area.addDropped(&mime));
-        QCOMPARE(area.sources(), (QStringList{QStringLiteral("/tmp/a"), QStringLiteral("/tmp/b")}));
+        QCOMPARE(area.sources(), (PathList{"/tmp/a", "/tmp/b"}));
         QCOMPARE(spy.count(), 1);
-        area.addSources({QStringLiteral("/tmp/a")}); // already there
+        area.addSources({"/tmp/a"}); // already there
         QCOMPARE(spy.count(), 1);
         QCOMPARE(area.sources().size(), 2);
     }

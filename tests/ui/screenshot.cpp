@@ -23,8 +23,9 @@ int main(int argc, char **argv)
     window.resize(980, 760);
     window.show();
     SaneCopy::CommandLine cmd;
-    cmd.destination = args.at(3);
-    cmd.files = args.mid(4);
+    cmd.destination = QByteArray(argv[3]);
+    for (int i = 4; i < argc; ++i)
+        cmd.files << QByteArray(argv[i]);
     window.applyCommandLine(cmd);
     QTimer::singleShot(int(args.at(2).toDouble() * 1000), &window, [&] {
         const bool ok = window.grab().save(args.at(1));
