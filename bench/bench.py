@@ -4,6 +4,7 @@
 
 Usage: bench/bench.py --sanecp PATH [--size-mib 1500] [--rate 40000000]
                       [--small 2000] [--out FILE.md] [--quick] [--tools LIST]
+                      [--latency | --no-latency]
 """
 
 import argparse
@@ -11,6 +12,7 @@ import contextlib
 import datetime
 import glob
 import json
+import math
 import os
 import platform
 import shutil
@@ -36,6 +38,19 @@ TARGETS = {
     "cpu": 0.05,
 }
 
+# The latency pass: the system's dirty limits are lowered so that the big file is larger than them, which is
+# what a copy of many GiB meets with the default limits (a share of RAM, several GiB on a desktop).
+LATENCY_DIRTY = 256 * MiB
+LATENCY_BACKGROUND = 64 * MiB
+PROBE_INTERVAL = 0.1     # s between the small writer's writes
+PROBE_BLOCK = 4096       # bytes per write
+IDLE_SECONDS = 20        # the writer alone, for the baseline row
+STALL = 0.1              # a write + fsync slower than this is counted as a stall
+VM = "/proc/sys/vm"
+# What a latency pass found in vm.dirty_*, while it runs: a run killed with SIGKILL can't put the values back,
+# so the next run does. /run is emptied at boot, when the kernel's defaults come back anyway.
+VM_STATE = "/run/sanecopy-bench-vm-dirty.json"
+
 
 @dataclass
 class Result:
@@ -53,6 +68,7 @@ class Result:
     cache_disturbed: bool = False  # someone else dropped the page cache during the run
     progress: list = field(default_factory=list)  # (durable_bytes, device_written) per line
     last_progress: dict = field(default_factory=dict)
+    fsync: list = field(default_factory=list)     # latency pass: s per write + fsync of the small writer
 
     @property
     def cpu_share(self):
@@ -133,8 +149,10 @@ def read_progress(pipe, sampler, res):
             res.last_progress = msg
 
 
-def run_tool(s, tool, kind, src, dest, sanecp, timeout):
-    """One tool copying src to dest (which must not exist) on stick s."""
+def run_tool(s, tool, kind, src, dest, sanecp, timeout, probe_path=None):
+    """One tool copying src to dest (which must not exist) on stick s. With probe_path,
+    a small writer appends and fsyncs there from the tool's start until the stick is
+    clean (the latency pass)."""
     res = Result(tool, label(tool, kind))
     cmd = command(tool, kind, src, dest, sanecp)
     # Every tool starts alike: nothing of the last run on the stick, nothing
@@ -147,16 +165,18 @@ def run_tool(s, tool, kind, src, dest, sanecp, timeout):
         return res
     log(f"  {tool}: {' '.join(cmd)}")
     with tempfile.TemporaryFile() as errfile:
-        return measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout)
+        return measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout, probe_path)
 
 
-def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout):
+def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout, probe_path=None):
     """Runs cmd on a settled stick and fills res. drops: the page-cache drop count
     after our own drop, to notice another process dropping it during the run."""
     tool = res.tool
     sampler = stick.DirtySampler(s.majmin).start()
-    proc = reader = None
+    proc = reader = probe = None
     try:
+        if probe_path:
+            probe = FsyncProbe(probe_path).start()
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=errfile,
                                 stdout=subprocess.PIPE if tool == "sanecp" else subprocess.DEVNULL,
@@ -180,6 +200,8 @@ def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout):
             res.error = "device still dirty after sync"
             return res
         res.durable = t_clean - t0
+        if probe:
+            res.fsync = probe.stop()
     finally:
         if proc is not None and proc.returncode is None:
             # rsync runs as three processes; end the whole group so the unmount
@@ -187,12 +209,19 @@ def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        if probe:
+            probe.stop()
         sampler.stop()
     res.peak_dirty = sampler.peak
     if proc.returncode != 0:
         errfile.seek(0)
         tail = errfile.read().decode(errors="replace").strip().splitlines()[-2:]
         res.error = f"exit {proc.returncode}: {' / '.join(tail)}"
+        return res
+    if probe:
+        # The main pass already measured this tool's cache use and compared its copy.
+        res.error = probe.error
+        res.ok = not res.error
         return res
     # Residency first: verifying reads both sides back into the cache.
     if kind == "big":
@@ -204,6 +233,191 @@ def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout):
     res.error = verify(kind, src, dest)
     res.ok = not res.error
     return res
+
+
+# --- Other writers: fsync latency on the system disk ---------------------------
+
+class FsyncProbe:
+    """Another program writing to the system disk: every PROBE_INTERVAL it appends
+    PROBE_BLOCK bytes to its own file and fsyncs it, as an editor saving or a
+    database committing does. stop() returns the seconds each write + fsync took."""
+
+    def __init__(self, path):
+        self.path = path
+        self.latencies = []
+        self.error = ""
+        self._block = os.urandom(PROBE_BLOCK)
+        self._stop = threading.Event()
+        self._thread = None
+        self._fd = None
+
+    def start(self):
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        self._thread = threading.Thread(target=self._loop, name="fsync-probe", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self):
+        due = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                t = time.monotonic()
+                os.write(self._fd, self._block)
+                os.fsync(self._fd)
+                done = time.monotonic()
+                self.latencies.append(done - t)
+                # A stalled write counts once, as one long sample; no burst of catch-up writes follows it.
+                due = max(due + PROBE_INTERVAL, done)
+                self._stop.wait(due - done)
+        except OSError as e:
+            self.error = f"the small writer failed: {e}"
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            # A write stuck in fsync is waited for: how long it took is the measurement.
+            self._thread.join()
+            self._thread = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+        return self.latencies
+
+
+def percentile(values, q):
+    """Nearest rank: the smallest sample that at least q of all samples are at or below."""
+    v = sorted(values)
+    return v[max(0, math.ceil(q * len(v)) - 1)]
+
+
+def _read_vm(name):
+    with open(f"{VM}/{name}") as f:
+        return int(f.read())
+
+
+def _write_vm(name, value):
+    with open(f"{VM}/{name}", "w") as f:
+        f.write(f"{value}\n")
+
+
+def _read_vmstat(key):
+    with open("/proc/vmstat") as f:
+        for line in f:
+            k, _, v = line.partition(" ")
+            if k == key:
+                return int(v)
+    return None
+
+
+def _process_alive(pid, start):
+    # Field 22 of /proc/PID/stat tells the owner from a process that got its pid later.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19]) == start
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def _own_start():
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+class DirtyLimits:
+    """Sets vm.dirty_bytes and vm.dirty_background_bytes while in the `with` block,
+    then puts back what was there, also on an error, ^C or SIGTERM; after a SIGKILL,
+    the next run puts it back. saved: the four knobs as found. thresholds: the
+    kernel's own limits in bytes as found (nr_dirty_threshold, nr_dirty_background_threshold)."""
+
+    KNOBS = ("dirty_ratio", "dirty_bytes", "dirty_background_ratio", "dirty_background_bytes")
+
+    def __init__(self, dirty, background):
+        self.dirty = dirty
+        self.background = background
+        self.saved = None
+        self.thresholds = None
+
+    @staticmethod
+    def restore(saved):
+        # Writing a *_bytes knob zeroes its *_ratio twin and the other way round: whichever of each pair was
+        # set is written back, and that puts its twin back to 0 as well.
+        for ratio, nbytes in (("dirty_ratio", "dirty_bytes"), ("dirty_background_ratio", "dirty_background_bytes")):
+            name = nbytes if saved[nbytes] else ratio
+            _write_vm(name, saved[name])
+
+    @classmethod
+    def recover(cls):
+        """Puts back what a killed run left changed. Raises RuntimeError while another
+        run is using the knobs: what we would read as "before" is its setting."""
+        try:
+            with open(VM_STATE) as f:
+                state = json.load(f)
+        except FileNotFoundError:
+            return
+        except ValueError:
+            os.unlink(VM_STATE)  # cut short while being written: the knobs were not changed yet
+            return
+        if _process_alive(state["pid"], state["start"]):
+            raise RuntimeError(f"another benchmark (pid {state['pid']}) has changed vm.dirty_* right now")
+        log(f"putting back vm.dirty_* that a killed benchmark (pid {state['pid']}) left changed: {state['saved']}")
+        cls.restore(state["saved"])
+        os.unlink(VM_STATE)
+
+    def __enter__(self):
+        self.recover()
+        self.saved = {k: _read_vm(k) for k in self.KNOBS}
+        page = os.sysconf("SC_PAGE_SIZE")
+        self.thresholds = tuple(page * (_read_vmstat(k) or 0)
+                                for k in ("nr_dirty_threshold", "nr_dirty_background_threshold"))
+        with open(VM_STATE + ".new", "w") as f:
+            json.dump({"pid": os.getpid(), "start": _own_start(), "saved": self.saved}, f)
+        os.rename(VM_STATE + ".new", VM_STATE)
+        try:
+            _write_vm("dirty_bytes", self.dirty)
+            _write_vm("dirty_background_bytes", self.background)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        # A ^C or SIGTERM in the middle must not leave one knob of the two put back.
+        with stick._signals_held():
+            self.restore(self.saved)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(VM_STATE)
+        return False
+
+
+def latency_pass(s, tools, src, dest, probe_path, sanecp, timeout):
+    """The small writer alone, then during each tool's big-file copy, with the
+    system's dirty limits lowered. Returns (limits, {row: Result})."""
+    rows = {}
+    with DirtyLimits(LATENCY_DIRTY, LATENCY_BACKGROUND) as limits:
+        log(f"latency pass: vm.dirty_bytes {mib(LATENCY_DIRTY)}, vm.dirty_background_bytes "
+            f"{mib(LATENCY_BACKGROUND)} (was {limits.saved})")
+        remove(dest)
+        stick.drop_caches([src, s.mnt])
+        idle = Result("idle", "idle: the small writer alone, no copy")
+        if stick.wait_durable(s.majmin, timeout=timeout) is None:
+            idle.error = "stick did not settle before the run"
+        else:
+            log(f"  idle: the small writer alone for {IDLE_SECONDS} s")
+            probe = FsyncProbe(probe_path).start()
+            try:
+                time.sleep(IDLE_SECONDS)
+            finally:
+                idle.fsync = probe.stop()
+            idle.error = probe.error
+            idle.ok = not idle.error
+        rows["idle"] = idle
+        for t in tools:
+            rows[t] = run_tool(s, t, "big", src, dest, sanecp, timeout, probe_path=probe_path)
+        remove(dest)
+    log(f"latency pass done, vm.dirty_* put back: {dict((k, _read_vm(k)) for k in DirtyLimits.KNOBS)}")
+    return limits, rows
 
 
 # --- Report -------------------------------------------------------------------
@@ -251,6 +465,56 @@ def table(kind, results, baseline, payload, rate):
     if any(r is not None and r.cache_disturbed for r in results.values()):
         lines += ["", "?: another process dropped the page cache during that run, so its residency is unknown."]
     return lines
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.1f} ms"
+
+
+def latency_table(rows):
+    head = ("| run | returns after | durable after | peak dirty | writes | fsync p50 | fsync p99 | fsync max "
+            f"| over {STALL * 1000:.0f} ms |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows.values():
+        if not r.ok or not r.fsync:
+            lines.append(f"| {r.label} | failed: {r.error or 'no writes'} |" + " |" * 7)
+            continue
+        times = ("–", "–") if r.tool == "idle" else (f"{r.returned:.2f} s", f"{r.durable:.2f} s")
+        peak = "–" if r.tool == "idle" else mib(r.peak_dirty)
+        stalls = sum(1 for x in r.fsync if x > STALL)
+        lines.append(f"| {r.label} | {times[0]} | {times[1]} | {peak} | {len(r.fsync)} | {ms(percentile(r.fsync, 0.5))} "
+                     f"| {ms(percentile(r.fsync, 0.99))} | {ms(max(r.fsync))} | {stalls} |")
+    return lines
+
+
+def latency_section(args, meta):
+    lat = meta.get("latency")
+    head = ["", "### Other writers during the big-file copy: fsync latency on the system disk", ""]
+    if lat is None:
+        return []
+    if "skipped" in lat:
+        return head + [f"Not measured: {lat['skipped']}."]
+    saved, (dirty_t, bg_t) = lat["saved"], lat["thresholds"]
+
+    def knob(ratio, nbytes):
+        return f"vm.{nbytes} {mib(saved[nbytes])}" if saved[nbytes] else f"vm.{ratio} {saved[ratio]} %"
+
+    return head + [
+        f"A small writer in {args.workdir} (the system disk, not the stick) appends {PROBE_BLOCK // 1024} KiB to its "
+        f"own file and fsyncs it every {PROBE_INTERVAL * 1000:.0f} ms; shown is the time each write + fsync took, "
+        f"first with no copy running ({IDLE_SECONDS} s), then from each tool's start until the stick is clean.",
+        "",
+        f"For this pass only, vm.dirty_bytes was set to {mib(LATENCY_DIRTY)} and vm.dirty_background_bytes to "
+        f"{mib(LATENCY_BACKGROUND)}, so that the {args.size_mib} MiB copy is bigger than the system's dirty limit. "
+        f"With this machine's own settings ({knob('dirty_ratio', 'dirty_bytes')}, "
+        f"{knob('dirty_background_ratio', 'dirty_background_bytes')}) the kernel's limit was "
+        f"{dirty_t / (1 << 30):.1f} GiB (background {bg_t / (1 << 30):.1f} GiB), which only a copy of several GiB "
+        "reaches; that is where other writers stall. The settings were put back afterwards. The tools' times and "
+        "peak dirty here are under the lowered limit; the copies of this pass are not compared again (the pass "
+        "above did that).",
+        "",
+        *latency_table(lat["rows"]),
+    ]
 
 
 def verdicts(kind, results, baseline, payload):
@@ -316,6 +580,7 @@ def report(args, meta, big, tree):
         f"### One big file: {args.size_mib} MiB (baseline: dd oflag=direct)",
         "",
         *table("big", big, "dd", args.size_mib * MiB, args.rate),
+        *latency_section(args, meta),
         "",
         f"### {meta['tree_n']} small files of {meta['tree_lo'] // 1024}–{meta['tree_hi'] // 1024} KiB, "
         f"{mib(meta['tree_bytes'])} (baseline: cp -r + sync)",
@@ -351,7 +616,12 @@ def main():
     ap.add_argument("--tools", default=",".join(ALL_TOOLS),
                     help=f"comma-separated subset of {','.join(ALL_TOOLS)} (default: all)")
     ap.add_argument("--workdir", default="/var/tmp", help="where the sources and the stick image go")
+    ap.add_argument("--latency", action=argparse.BooleanOptionalAction, default=None,
+                    help="copy the big file once more per tool, with vm.dirty_bytes lowered, and measure the fsync "
+                         "latency of a small writer on the system disk meanwhile (default: on, off with --quick)")
     args = ap.parse_args()
+    if args.latency is None:
+        args.latency = not args.quick
     args.size_mib = args.size_mib or (256 if args.quick else 1500)
     args.small = args.small or (300 if args.quick else 2000)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
@@ -401,6 +671,15 @@ def main():
                     tree[t] = None
                     continue
                 tree[t] = run_tool(s, t, "tree", tree_src, os.path.join(s.mnt, "tree"), args.sanecp, timeout)
+            if args.latency:
+                # Last, so the passes above ran exactly as without it.
+                try:
+                    limits, rows = latency_pass(s, tools, big_src, os.path.join(s.mnt, "big.bin"),
+                                                os.path.join(srcdir, "fsync-probe.bin"), args.sanecp, timeout)
+                    meta["latency"] = {"saved": limits.saved, "thresholds": limits.thresholds, "rows": rows}
+                except RuntimeError as e:
+                    log(f"latency pass skipped: {e}")
+                    meta["latency"] = {"skipped": str(e)}
             meta["bdi_bw"] = stick.bdi_stats(s.majmin).get("BdiWriteBandwidth", 0)
     finally:
         shutil.rmtree(srcdir, ignore_errors=True)
@@ -410,7 +689,8 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
-    failed = [r for r in list(big.values()) + list(tree.values()) if r is not None and not r.ok]
+    lat_rows = list(meta.get("latency", {}).get("rows", {}).values())
+    failed = [r for r in list(big.values()) + list(tree.values()) + lat_rows if r is not None and not r.ok]
     return 1 if failed else 0
 
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """sanecp onto a throttled loop-device stick (a faithful slow USB stick), one case per run:
 
-    test_sanecp_stick.py --sanecp PATH CASE
+    test_sanecp_stick.py --sanecp PATH [--lanes-driver PATH] CASE
 
 What is asserted is what users are promised, never a timing: dirty pages on the device stay bounded, progress
 never claims bytes the device hasn't taken, and when sanecp exits the device has nothing left to write.
@@ -26,6 +26,7 @@ MiB = 1 << 20
 DIRTY_BOUND = 32 * MiB
 RATE = 40_000_000
 SANECP = None
+LANES_DRIVER = None
 
 
 class Failure(Exception):
@@ -297,16 +298,58 @@ def case_exfat_fuseblk_detected(work):
         os.rmdir(mnt)
 
 
+def case_lanes_two_sticks(work):
+    """One JobQueue, three jobs: two to stick A, one to stick B. The two on A run one after the other (one writer
+    per device); the one on B runs alongside one of them (devices in parallel)."""
+    slack = 0.005  # s; the driver's timestamps come from two threads
+    with stick.Stick(size_mib=256, rate_bps=RATE) as a, stick.Stick(size_mib=256, rate_bps=RATE) as b:
+        names = ("a1.bin", "a2.bin", "b1.bin")
+        srcs = [stick.make_file(os.path.join(work, n), 48 * MiB) for n in names]
+        for src in srcs:
+            uncache(src)
+        dests = [os.path.join(a.mnt, names[0]), os.path.join(a.mnt, names[1]), os.path.join(b.mnt, names[2])]
+        args = [p for pair in zip(srcs, dests) for p in pair]
+        r = subprocess.run([LANES_DRIVER, *args], capture_output=True, text=True, timeout=240)
+        print(r.stdout, end="")
+        print(r.stderr, end="", file=sys.stderr)
+        check(r.returncode == 0, f"lanes_driver exit {r.returncode}")
+        jobs = [json.loads(line) for line in r.stdout.splitlines()]
+        check([j["dest"] for j in jobs] == dests, f"one line per job in order expected, got {jobs}")
+        check(all(j["ok"] for j in jobs), "a job failed")
+        check(all(j["running_from"] is not None for j in jobs), "a job was never seen running")
+        a1, a2, b1 = jobs
+        check(a1["lane"] == a2["lane"] != b1["lane"], f"lanes: A {a1['lane']}, {a2['lane']}; B {b1['lane']}")
+        first, second = sorted((a1, a2), key=lambda j: j["running_from"])
+        print(f"stick A: {os.path.basename(first['dest'])} ran {first['running_from']:.3f}..{first['finished_at']:.3f}, "
+              f"{os.path.basename(second['dest'])} {second['running_from']:.3f}..{second['finished_at']:.3f}; "
+              f"stick B: {b1['running_from']:.3f}..{b1['finished_at']:.3f}")
+        check(second["running_from"] >= first["finished_at"] - slack,
+              f"the two jobs on stick A overlapped by {first['finished_at'] - second['running_from']:.3f} s")
+
+        def overlap(x, y):
+            return min(x["finished_at"], y["finished_at"]) - max(x["running_from"], y["running_from"])
+
+        # Ticks are 50 ms apart: an overlap of 0.1 s or more is two jobs running at once, not timestamp jitter.
+        best = max(overlap(b1, a1), overlap(b1, a2))
+        check(best >= 0.1, f"the job on stick B overlapped the jobs on stick A by only {best:.3f} s")
+        for src, dst in zip(srcs, dests):
+            check(filecmp.cmp(src, dst, shallow=False), f"{dst} differs from {src}")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
 def main():
-    global SANECP
+    global SANECP, LANES_DRIVER
     ap = argparse.ArgumentParser()
     ap.add_argument("--sanecp", required=True)
+    ap.add_argument("--lanes-driver", help="tests/stick/lanes_driver, for the lanes_two_sticks case")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
+    if a.case == "lanes_two_sticks" and not a.lanes_driver:
+        ap.error("lanes_two_sticks needs --lanes-driver PATH")
     SANECP = os.path.abspath(a.sanecp)
+    LANES_DRIVER = a.lanes_driver and os.path.abspath(a.lanes_driver)
     stick.require_root_or_skip()
     work = tempfile.mkdtemp(prefix="sanecopy-stick-test-", dir="/var/tmp")
     try:
