@@ -39,6 +39,8 @@ void CopySession::count_durable(uint64_t bytes, ProgressCounters &counters)
     counters.device_rate.store(meter.rate(), std::memory_order_relaxed);
 }
 
+const char *const kReadSource = "read source";
+
 namespace {
 
 uint64_t page_bytes()
@@ -93,7 +95,7 @@ private:
             if (r == 0 || is_unsupported(errno)) {
                 session_.copy_file_range_works = false;
             } else {
-                return Status::from_errno(errno, "copy_file_range", path_);
+                return blame(errno, "copy_file_range", off);
             }
         }
         if (session_.sendfile_works) {
@@ -112,7 +114,7 @@ private:
                 return {};
             }
             if (!is_unsupported(errno) || errno == EBADF)
-                return Status::from_errno(errno, "sendfile", path_);
+                return blame(errno, "sendfile", off);
             session_.sendfile_works = false;
         }
         return read_write(off, len, n);
@@ -126,7 +128,7 @@ private:
         const size_t want = size_t(std::min<uint64_t>(len, buf.size()));
         ssize_t r = retry_eintr([&] { return sys().pread(src_, buf.data(), want, off_t(off)); });
         if (r < 0)
-            return Status::from_errno(errno, "read", path_);
+            return Status::from_errno(errno, kReadSource, path_);
         size_t done = 0;
         while (done < size_t(r)) {
             ssize_t w = retry_eintr(
@@ -140,6 +142,19 @@ private:
         n = size_t(r);
         dst_pos_known_ = false;
         return {};
+    }
+
+    // sendfile and copy_file_range read the source and write the destination in one call, so their EIO could
+    // be either side's. A failing source (a dying SD card) must not be taken for a failing stick: that would
+    // keep a part file on the stick and end the whole job. One byte read from the source at the same offset
+    // tells which.
+    Status blame(int err, const char *op, uint64_t off)
+    {
+        char byte;
+        if ((err == EIO || err == ENXIO || err == ENOTCONN || err == ESTALE) &&
+            retry_eintr([&] { return sys().pread(src_, &byte, 1, off_t(off)); }) < 0)
+            return Status::from_errno(errno, kReadSource, path_);
+        return Status::from_errno(err, op, path_);
     }
 
     int src_, dst_;

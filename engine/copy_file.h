@@ -16,6 +16,10 @@
 
 namespace sanecopy {
 
+// The operation name of a Status that failed reading the source, so callers can tell a failing source from a
+// failing destination (only the latter ends a job, or keeps its part file for a resume).
+extern const char *const kReadSource;
+
 // How bytes move and how their writeback is kept bounded, decided once per job and destination.
 struct CopyRoute {
     bool clone_chain = false;                     // FICLONE -> copy_file_range -> sendfile -> read/write

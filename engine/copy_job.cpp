@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <map>
 #include <optional>
+#include <cctype>
 #include <set>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,6 +92,11 @@ std::string join(const std::string &a, const std::string &b)
     return a + "/" + b;
 }
 
+bool timespec_after(const struct timespec &a, const struct timespec &b)
+{
+    return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+}
+
 std::string join_notes(const std::string &a, const std::string &b) { return a.empty() ? b : b.empty() ? a : a + "; " + b; }
 
 std::pair<std::string, std::string> split_rel(const std::string &rel)
@@ -128,7 +135,7 @@ public:
 
 private:
     void emit(JobEvent e) { sink_(e); }
-    void report_error(Status s, const std::string &path);
+    void report_error(Status s, const std::string &path, bool source_side = false);
     void report_skip(const std::string &path, const std::string &why);
     void report_done(const std::string &source, std::string target, uint64_t bytes, std::string note = {});
     Status verify_part(const PartFile &part, int source, uint64_t size);
@@ -163,13 +170,24 @@ private:
 
     std::vector<BatchFile> batch_;
     uint64_t batch_bytes_ = 0;
+    std::size_t batch_files_ = 256;
+    // Targets waiting in the batch, as (folder, name) with the name case-folded where the filesystem ignores
+    // case: a second file aiming at one of them must wait for the batch, or the two would share a part file.
+    std::set<std::pair<int, std::string>> batch_names_;
+    std::pair<int, std::string> batch_key(int dir, const std::string &name) const;
     SharedDirFd any_dest_dir_; // for syncfs
 };
 
-void JobRunner::report_error(Status s, const std::string &path)
+bool from_source(const Status &s)
+{
+    return s.op() == kReadSource || s.op() == "open source" || s.op() == "stat source";
+}
+
+void JobRunner::report_error(Status s, const std::string &path, bool source_side)
 {
     ++summary_.errors;
-    if (is_device_fatal(s.err()))
+    // Only the destination failing ends the job: a source that can't be read is that file's problem.
+    if (!source_side && !from_source(s) && is_device_fatal(s.err()))
         aborted_ = true;
     JobEvent e;
     e.kind = JobEvent::Kind::Error;
@@ -187,6 +205,15 @@ void JobRunner::report_skip(const std::string &path, const std::string &why)
     e.path = path;
     e.message = path + ": " + why;
     emit(std::move(e));
+}
+
+std::pair<int, std::string> JobRunner::batch_key(int dir, const std::string &name) const
+{
+    std::string key = name;
+    if (device_.limits.forbids_fat_chars) // FAT, exFAT, NTFS: names match whatever their case
+        for (char &c : key)
+            c = char(std::tolower(static_cast<unsigned char>(c)));
+    return {dir, key};
 }
 
 std::string JobRunner::target_rel(const std::string &rel) const
@@ -229,11 +256,18 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
 JobSummary JobRunner::run()
 {
     const double started = monotonic_seconds();
+    // A batched file holds a descriptor (two with verify) until its batch syncs: keep a batch well inside the
+    // process's limit, other lanes and the GUI included.
+    batch_files_ = spec_.batch_files;
+    if (struct rlimit rl {}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        batch_files_ = std::max<std::size_t>(8, std::min<std::size_t>(batch_files_, std::size_t(rl.rlim_cur) / 8));
     counters_.state.store(JobState::Running);
     JobPlan plan = plan_job(spec_);
     for (Status &s : plan.errors) {
+        // Sources that can't be read; a destination that can't be used is the one plan error that is ours.
+        const bool destination = s.op() == "destination" || s.op() == "destination folder" || s.op() == "usage";
         const std::string path = s.path();
-        report_error(std::move(s), path);
+        report_error(std::move(s), path, !destination);
     }
     device_ = plan.device;
     counters_.total_bytes.store(plan.total_bytes);
@@ -254,7 +288,8 @@ JobSummary JobRunner::run()
     if (syncs() && any_dest_dir_) {
         // Metadata of everything this job touched (folders, times, the journal) reaches the device too, so
         // "done" and "cancelled" both mean there is nothing left to write.
-        retry_eintr([&] { return sys().syncfs(any_dest_dir_->get()); });
+        if (retry_eintr([&] { return sys().syncfs(any_dest_dir_->get()); }) < 0)
+            report_error(Status::from_errno(errno, "syncfs", spec_.destination), spec_.destination);
     }
 
     summary_.cancelled = control_.cancel_requested() || stopped_by_answer_;
@@ -297,6 +332,13 @@ void JobRunner::run_item(const ItemPlan &plan)
         return dir.empty() || (rel.size() > dir.size() && rel.compare(0, dir.size(), dir) == 0 && rel[dir.size()] == '/');
     };
     for (const PlanEntry &entry : plan.entries) {
+        if (control_.pause_requested()) {
+            // Between files too, or a tree of small files would never pause: the batch goes to the device first.
+            flush_batch();
+            counters_.state.store(JobState::Paused);
+            control_.wait_while_paused();
+            counters_.state.store(JobState::Running);
+        }
         if (stopping())
             break;
         if (failed_dir && below(entry.rel, *failed_dir))
@@ -386,7 +428,10 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
         break;
     }
 
-    // A regular file: conflicts are settled before its source is even opened.
+    // A regular file: conflicts are settled before its source is even opened. A target the batch is still
+    // holding is settled first, so it is seen here as the file it is about to be.
+    if (batch_names_.count(batch_key(dst_dir->get(), dst_name)))
+        flush_batch();
     ConflictPolicy policy = spec_.conflict;
     struct stat existing {};
     if (sys().fstatat(dst_dir->get(), dst_name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -462,10 +507,10 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
                             0);
     }));
     if (!in)
-        return Status::from_errno(errno, "open", source);
+        return Status::from_errno(errno, "open source", source);
     struct stat st {};
     if (sys().fstat(in.get(), &st) < 0)
-        return Status::from_errno(errno, "stat", source);
+        return Status::from_errno(errno, "stat source", source);
     if (!S_ISREG(st.st_mode)) {
         report_skip(source, std::string("is a ") + special_kind(st.st_mode) + "; only files, folders and links are copied");
         return {};
@@ -485,7 +530,12 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
     if (!small && syncs()) {
         uint64_t have = 0;
         part = PartFile::reopen(dst_dir, dst_display, dst_name, have);
-        if (part.ok()) {
+        struct stat part_st {};
+        // A source changed since the part was last written is another file now: its old prefix is not ours.
+        const bool source_newer = part.ok() && (sys().fstat(part->fd(), &part_st) < 0 ||
+                                                 timespec_after(st.st_mtim, part_st.st_mtim) ||
+                                                 timespec_after(st.st_ctim, part_st.st_mtim));
+        if (part.ok() && !source_newer) {
             auto reader = part->open_for_reading();
             start = reader.ok() ? resume_point(in.get(), size, reader->get(), have) : 0;
             // Whatever lies past the verified prefix is not trusted: cut it off.
@@ -503,7 +553,7 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
     // After the device failed (EIO, the stick pulled out), what is on it stays as a part file for the next run to
     // resume; any other failure takes its part file away (ENOSPC: so the space comes back).
     auto fail = [&](Status error) {
-        if (!small && keeps_part_file(error.err()))
+        if (!small && !from_source(error) && keeps_part_file(error.err()))
             pf.keep();
         return error;
     };
@@ -511,10 +561,12 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
         counters_.written_bytes.fetch_add(start);
         counters_.durable_bytes.fetch_add(start);
     }
-    if (!small && syncs()) {
+    const bool sparse = uint64_t(st.st_blocks) * 512 < size;
+    if (!small && syncs() && !sparse) {
         // Reserve the space now: a full stick is found before the copy, not at 97 %. KEEP_SIZE leaves the
         // file's size growing with its data. Filesystems without fallocate just copy. Small files skip it: the
-        // up-front space check covers them, and a syscall each is what makes thousands of them slow.
+        // up-front space check covers them, and a syscall each is what makes thousands of them slow. A sparse
+        // source skips it too: reserving its whole size would fill its holes.
         if (sys().fallocate(pf.fd(), FALLOC_FL_KEEP_SIZE, off_t(start), off_t(size - start)) < 0 &&
             (errno == ENOSPC || errno == EDQUOT))
             return Status::from_errno(errno, "allocate", pf.display_path());
@@ -529,8 +581,11 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
         return fail(std::move(s)); // unless kept, the part file is removed as |part| goes
     if (small) {
         batch_bytes_ += copied.copied;
-        batch_.push_back({std::move(pf), source, copied.copied, dst_dir, dst_display, policy, std::move(in), note});
-        if (batch_bytes_ >= spec_.batch_bytes || batch_.size() >= spec_.batch_files)
+        // The batch holds the part's descriptor until its sync; the source's only when verify needs it.
+        batch_.push_back({std::move(pf), source, copied.copied, dst_dir, dst_display, policy,
+                          spec_.verify ? std::move(in) : UniqueFd(), note});
+        batch_names_.insert(batch_key(dst_dir->get(), dst_name));
+        if (batch_bytes_ >= spec_.batch_bytes || batch_.size() >= batch_files_)
             flush_batch();
         return {};
     }
@@ -577,6 +632,7 @@ void JobRunner::flush_batch()
         return;
     std::vector<BatchFile> batch = std::move(batch_);
     batch_.clear();
+    batch_names_.clear();
     batch_bytes_ = 0;
     if (control_.cancel_requested())
         return; // the parts are removed as |batch| goes
@@ -718,7 +774,7 @@ JobPlan plan_job(const JobSpec &spec)
                 ++plan.files;
                 // Block-rounded, since every file takes at least one block; metadata is not counted, so this
                 // catches the clear cases up front and ENOSPC mid-copy is still handled.
-                needed += (e.size + 4095) / 4096 * 4096;
+                needed += (e.allocated + 4095) / 4096 * 4096;
             } else if (e.kind == EntryKind::Symlink) {
                 ++plan.files;
             }

@@ -54,7 +54,8 @@ ProgressSnapshot Job::snapshot() const
     s.own_dirty_bytes = counters_.own_dirty_bytes.load();
     s.eta_seconds = eta_seconds(s.total_bytes > s.durable_bytes ? s.total_bytes - s.durable_bytes : 0,
                                 s.device_bytes_per_sec);
-    s.elapsed_seconds = started_ > 0 ? monotonic_seconds() - started_ : 0;
+    const double started = started_.load();
+    s.elapsed_seconds = started > 0 ? monotonic_seconds() - started : 0;
     return s;
 }
 

@@ -9,6 +9,7 @@
 #include "copy_job.h"
 #include "job_control.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -70,7 +71,7 @@ private:
     std::shared_ptr<JobObserver> observer_;
     JobControl control_;
     ProgressCounters counters_;
-    double started_ = 0;
+    std::atomic<double> started_{0}; // written by the lane, read by snapshot() from any thread
     mutable std::mutex done_mutex_;
     mutable std::condition_variable done_cv_;
     bool finished_ = false;

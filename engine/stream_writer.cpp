@@ -225,11 +225,13 @@ Status StreamWriter::finish(std::string *final_path)
         if (retry_eintr([&] { return sys().ftruncate(part_.fd(), off_t(offset_)); }) < 0)
             return fail(Status::from_errno(errno, "ftruncate", part_.display_path()));
     }
-    if (file_mode_ && sys().fchmod(part_.fd(), *file_mode_ & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0)
+    // FAT can't store modes and some FUSE drivers neither modes nor times: best-effort there, as for copies.
+    if (file_mode_ && sys().fchmod(part_.fd(), *file_mode_ & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0 &&
+        !cannot_store_attributes(errno))
         return fail(Status::from_errno(errno, "fchmod", part_.display_path()));
     if (mtime_) {
         struct timespec times[2] = {{0, UTIME_OMIT}, *mtime_};
-        if (sys().futimens(part_.fd(), times) < 0)
+        if (sys().futimens(part_.fd(), times) < 0 && !cannot_store_attributes(errno))
             return fail(Status::from_errno(errno, "futimens", part_.display_path()));
     }
 

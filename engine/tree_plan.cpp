@@ -37,6 +37,7 @@ PlanEntry entry_from_stat(const struct stat &st, std::string rel)
     else if (S_ISREG(st.st_mode)) {
         e.kind = EntryKind::File;
         e.size = uint64_t(st.st_size);
+        e.allocated = std::min<uint64_t>(e.size, uint64_t(st.st_blocks) * 512);
     } else if (S_ISLNK(st.st_mode))
         e.kind = EntryKind::Symlink;
     else {

@@ -24,6 +24,7 @@ struct PlanEntry {
     EntryKind kind = EntryKind::File;
     std::string rel;          // below the item's root, "" for the root itself; '/'-separated
     uint64_t size = 0;
+    uint64_t allocated = 0;   // st_blocks * 512: what a sparse file really needs on the target
     mode_t mode = 0;
     struct timespec mtime {};
     dev_t dev = 0;

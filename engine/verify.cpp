@@ -82,7 +82,9 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path)
 uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size)
 {
     constexpr uint64_t kAlign = 64 * 1024;
-    constexpr uint64_t kWindow = 4 * 1024 * 1024;
+    // As much as can have been in flight when the copy stopped (the chunk controller's budget): all of it may
+    // have been lost, not only the last window.
+    constexpr uint64_t kWindow = 24 * 1024 * 1024;
     if (part_size == 0 || part_size > source_size)
         return 0;
     const uint64_t at = part_size / kAlign * kAlign;

@@ -17,7 +17,7 @@ namespace sanecopy {
 // out of the cache, and the source's pages as they were (what verify read in is dropped again).
 Status verify_copy(int source, int copy, uint64_t size, const std::string &display_path);
 
-// Where an interrupted copy can go on: the length of the part file's prefix whose last up-to-4-MiB window
+// Where an interrupted copy can go on: the length of the part file's prefix whose last up-to-24-MiB window
 // matches the source, rounded down to 64 KiB; 0 when nothing usable is there (a different source, a torn tail).
 // Pure over the seam's reads; |part| must be open for reading.
 uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size);

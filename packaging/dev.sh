@@ -21,8 +21,9 @@ packages=(
     catch2 libcli11-dev libxxhash-dev libblkid-dev
     qt6-base-dev libqt6opengl6-dev fonts-dejavu-core
     extra-cmake-modules libkf5kio-dev kio kde-cli-tools
-    # The icon's SVG engine (a Qt plugin); the packaging tests' validators, dpkg-shlibdeps, flatpak-builder.
-    libqt6svg6 desktop-file-utils appstream dpkg-dev flatpak-builder
+    # The icon's SVG engine (a Qt plugin); the packaging tests' validators, dpkg-shlibdeps (and the file(1) that
+    # CPack's DEB generator needs for it), flatpak-builder.
+    libqt6svg6 desktop-file-utils appstream dpkg-dev file flatpak-builder
     python3 util-linux mount e2fsprogs rsync
     dosfstools fusefat exfatprogs exfat-fuse
 )

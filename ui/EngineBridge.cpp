@@ -4,6 +4,7 @@
 #include <QCoreApplication>
 #include <QMetaObject>
 #include <QPointer>
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -99,8 +100,12 @@ EngineBridge::EngineBridge(QObject *parent, double tickSeconds)
 EngineBridge::~EngineBridge()
 {
     // Unblock any job waiting for an answer before the queue cancels and joins them.
-    for (auto &p : pending_)
-        p->answer(-1);
+    {
+        std::lock_guard lock(askedMutex_);
+        for (auto &weak : asked_)
+            if (auto p = weak.lock())
+                p->answer(-1);
+    }
     queue_.reset();
 }
 
@@ -108,6 +113,12 @@ int EngineBridge::ask(std::function<void(quint64)> post, int answerIfGone)
 {
     auto pending = std::make_shared<Pending>();
     std::future<int> answer = pending->promise.get_future();
+    {
+        std::lock_guard lock(askedMutex_);
+        asked_.erase(std::remove_if(asked_.begin(), asked_.end(), [](const auto &w) { return w.expired(); }),
+                     asked_.end());
+        asked_.push_back(pending);
+    }
     QPointer<EngineBridge> guard(this);
     QMetaObject::invokeMethod(
         this,

@@ -18,6 +18,8 @@
 #include <QString>
 #include <QStringList>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace SaneCopy {
 
@@ -87,6 +89,10 @@ private:
     std::unique_ptr<sanecopy::JobQueue> queue_;
     QHash<quint64, std::shared_ptr<sanecopy::Job>> jobs_;
     QHash<quint64, std::shared_ptr<Pending>> pending_;
+    // Every question asked and not yet answered, also those still on their way to this thread: the
+    // destructor answers them all, or a job blocked in ask() would keep the queue from shutting down.
+    std::mutex askedMutex_;
+    std::vector<std::weak_ptr<Pending>> asked_;
     quint64 nextQuestion_ = 1;
 };
 

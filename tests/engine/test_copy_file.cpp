@@ -446,3 +446,96 @@ TEST_CASE("sparse file to file: holes stay holes and the bytes are identical")
     CHECK(fs.moved.load() < 4 * MiB);
     CHECK(counters.durable_bytes == 64 * MiB);
 }
+
+TEST_CASE("resume: a source changed after the part file was written is copied afresh")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 8 * MiB, 1);
+    write_text_file(t / ".dst.part", read_file(t / "src").substr(0, 5 * MiB));
+    // The source is edited afterwards (its first 5 MiB happen to be unchanged): the part is no longer its prefix.
+    struct timespec later[2] = {{0, UTIME_OMIT}, {time(nullptr) + 60, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (t / "src").c_str(), later, 0) == 0);
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
+    REQUIRE(run.summary.ok());
+    CHECK(fs.moved.load() == 8 * MiB);
+    CHECK(same_bytes(t / "src", t / "dst"));
+}
+
+TEST_CASE("folder to folder: a source that can't be read fails its file only, and leaves no part file")
+{
+    TempDir t;
+    ::mkdir((t / "tree").c_str(), 0755);
+    write_pattern_file(t / "tree/a-bad", 3 * MiB, 1);
+    write_pattern_file(t / "tree/b-good", 3 * MiB, 2);
+    ::mkdir((t / "out").c_str(), 0755);
+    // A dying SD card: reading "a-bad" fails with EIO, in sendfile and in the one-byte probe alike.
+    struct BadSource : FaultSyscalls {
+        int bad = -1;
+        int openat(int dirfd, const char *path, int flags, mode_t mode) override
+        {
+            int fd = FaultSyscalls::openat(dirfd, path, flags, mode);
+            if (std::string(path) == "a-bad")
+                bad = fd;
+            return fd;
+        }
+        int close(int fd) override
+        {
+            if (fd == bad)
+                bad = -1; // the number goes to the next file opened
+            return Syscalls::close(fd);
+        }
+        ssize_t sendfile(int out, int in, off_t *off, size_t len) override
+        {
+            if (in == bad && *off >= off_t(MiB)) {
+                errno = EIO;
+                return -1;
+            }
+            return FaultSyscalls::sendfile(out, in, off, len);
+        }
+        ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len) override
+        {
+            if (in == bad && *io >= off_t(MiB)) {
+                errno = EIO;
+                return -1;
+            }
+            return FaultSyscalls::copy_file_range(in, io, out, oo, len);
+        }
+        ssize_t pread(int fd, void *buf, size_t len, off_t off) override
+        {
+            if (fd == bad && off >= off_t(MiB)) {
+                errno = EIO;
+                return -1;
+            }
+            return Syscalls::pread(fd, buf, len, off);
+        }
+    } fs;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    CHECK_FALSE(run.summary.aborted);
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.op() == "read source");
+    CHECK(same_bytes(t / "tree/b-good", t / "out/tree/b-good")); // the job went on
+    CHECK_FALSE(exists(t / "out/tree/.a-bad.part"));             // nothing to resume: the stick is fine
+    CHECK_FALSE(exists(t / "out/tree/a-bad"));
+}
+
+TEST_CASE("sparse file to folder: a whole job keeps the holes (no space reserved over them)")
+{
+    TempDir t;
+    {
+        UniqueFd fd(::open((t / "disk.img").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+        REQUIRE(fd.valid());
+        std::string block(MiB, 'd');
+        REQUIRE(::pwrite(fd.get(), block.data(), block.size(), 10 * MiB) == ssize_t(MiB));
+        REQUIRE(::ftruncate(fd.get(), 256 * MiB) == 0);
+    }
+    ::mkdir((t / "out").c_str(), 0755);
+    JobRun run = run_job(spec_of({t / "disk.img"}, t / "out"));
+    REQUIRE(run.summary.ok());
+    CHECK(same_bytes(t / "disk.img", t / "out/disk.img"));
+    struct stat st {};
+    REQUIRE(::stat((t / "out/disk.img").c_str(), &st) == 0);
+    CHECK(uint64_t(st.st_blocks) * 512 < 8 * MiB);
+}

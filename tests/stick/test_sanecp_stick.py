@@ -267,6 +267,40 @@ def case_fat32_rules(work):
         os.rmdir(mnt)
 
 
+def case_fat32_case_collision(work):
+    """FAT ignores case: Makefile and makefile are one name there. The second must meet the first as an existing
+    target (refused by default), never share its part file and swap contents."""
+    for tool in ("mkfs.vfat", "fusefat", "fusermount"):
+        if shutil.which(tool) is None:
+            stick.skip(f"{tool} not found (dosfstools, fusefat)")
+    img = os.path.join(work, "fat.img")
+    with open(img, "wb") as f:
+        f.truncate(64 * MiB)
+    subprocess.run(["mkfs.vfat", "-F", "32", img], check=True, capture_output=True)
+    mnt = tempfile.mkdtemp(prefix="sanecopy-fat-")
+    subprocess.run(["fusefat", "-o", "rw+", img, mnt], check=True, capture_output=True)
+    try:
+        tree = os.path.join(work, "src")
+        os.makedirs(tree)
+        for name in ("Makefile", "makefile"):
+            with open(os.path.join(tree, name), "w") as f:
+                f.write(name + " contents")
+        r = subprocess.run([SANECP, tree, mnt + "/"], capture_output=True, text=True, timeout=60)
+        print(r.stderr)
+        check(r.returncode == 1, f"exit {r.returncode}: the second name should be refused")
+        check("already exists" in r.stderr, f"stderr: {r.stderr!r}")
+        got = os.listdir(os.path.join(mnt, "src"))
+        check(len(got) == 1, f"on the stick: {got}")
+        with open(os.path.join(mnt, "src", got[0])) as f:
+            content = f.read()
+        # Names are walked in byte order, so "Makefile" went first and is the one that must be there, intact.
+        check(content == "Makefile contents", f"content {content!r}")
+        check(not any(n.endswith(".part") for n in got), "a part file was left")
+    finally:
+        subprocess.run(["fusermount", "-u", mnt])
+        os.rmdir(mnt)
+
+
 def case_exfat_fuseblk_detected(work):
     """exfat-fuse mounts show only "fuseblk" in mountinfo: the filesystem is told from the device, so exFAT's
     name rules apply."""
