@@ -129,8 +129,6 @@ std::string JobQueue::lock_folder()
     return "/tmp/sanecopy-" + std::to_string(::getuid());
 }
 
-namespace {
-
 // Holds an exclusive flock on <lock folder>/<lane key>.lock. The lock goes with the descriptor, also when the
 // process dies, so a crashed copier never blocks the next one. Failing to make the lock file costs only the
 // cross-process guarantee: the copy itself goes ahead.
@@ -163,8 +161,6 @@ UniqueFd lock_device(const std::string &key, const JobControl &control)
     }
     return fd;
 }
-
-} // namespace
 
 void JobQueue::run_lane(const std::string &key)
 {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "copy_job.h"
+#include "fd.h"
 #include "job_control.h"
 
 #include <atomic>
@@ -77,6 +78,12 @@ private:
     bool finished_ = false;
     JobSummary summary_;
 };
+
+// Holds the cross-process lock of a device (a lane key, see JobQueue::default_lane) until the returned
+// descriptor closes; waits while another process holds it, and returns an invalid descriptor at once when
+// |control| is cancelled meanwhile or the lock file can't be made (then only the guarantee is lost, not the copy).
+// JobQueue takes it for every job; code that runs run_copy_job() or a StreamWriter itself must take it too.
+UniqueFd lock_device(const std::string &lane_key, const JobControl &control);
 
 class JobQueue {
 public:

@@ -20,6 +20,9 @@ EngineOutcome runEngineJob(const sanecopy::JobSpec &spec, std::chrono::milliseco
     bool done = false;
 
     std::thread runner([&] {
+        // Each Dolphin job runs in a worker process of its own: one writer per device holds across processes
+        // only through the device's lock, waited for here (cancellable) before the first byte.
+        const sanecopy::UniqueFd deviceLock = sanecopy::lock_device(sanecopy::JobQueue::default_lane(spec), control);
         // Events arrive on this thread; |outcome| is read only after join().
         sanecopy::JobSummary summary = sanecopy::run_copy_job(spec, control, counters, [&](const sanecopy::JobEvent &e) {
             const bool problem = e.kind == sanecopy::JobEvent::Kind::Error || e.kind == sanecopy::JobEvent::Kind::Skipped;

@@ -7,6 +7,7 @@
 
 #include "copy_job.h"
 #include "job_control.h"
+#include "job_queue.h"
 
 #include <chrono>
 #include <functional>

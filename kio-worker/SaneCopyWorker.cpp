@@ -445,6 +445,11 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
 
     qCDebug(SANECOPY_KIO) << "put" << displayPath(*path) << "through a stream writer";
     sanecopy::ProgressCounters counters;
+    // One writer per device, across processes too (see EngineJob.cpp).
+    sanecopy::JobSpec lane;
+    lane.destination = toStd(*path);
+    const sanecopy::JobControl noCancel;
+    const sanecopy::UniqueFd deviceLock = sanecopy::lock_device(sanecopy::JobQueue::default_lane(lane), noCancel);
     auto created = sanecopy::StreamWriter::create(toStd(*path), options, counters);
     if (!created.ok()) {
         const sanecopy::Status &s = created.status();

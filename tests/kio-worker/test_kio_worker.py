@@ -296,6 +296,27 @@ def case_put_stream(work):
         check(no_part_files(s.mnt), "a part file was left behind")
 
 
+def case_device_lock(work):
+    """Dolphin runs each job in a worker process of its own: a copy onto a stick another process is writing to
+    (here: a holder of the stick's lock, as a second sanecopy would be) waits for it, writes nothing meanwhile,
+    and then completes."""
+    import fcntl
+    with stick.Stick(size_mib=256, rate_bps=RATE) as s:
+        src = stick.make_file(os.path.join(work, "second.bin"), 8 * MiB)
+        dst = os.path.join(s.mnt, "second.bin")
+        lock_dir = os.path.join(RUNTIME_DIR, "sanecopy")
+        os.makedirs(lock_dir, mode=0o700, exist_ok=True)
+        with open(os.path.join(lock_dir, f"bdi:{s.majmin}.lock"), "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            proc = start_copy(src, dst)
+            time.sleep(1.5)  # time for the worker to start and meet the lock; the check below is what matters
+            check(proc.poll() is None, "the copy finished while another writer held the device")
+            check(no_part_files(s.mnt) and not os.path.exists(dst), "bytes were written while the device was held")
+        _, err = proc.communicate(timeout=120)
+        check(proc.returncode == 0, f"kioclient5 exited {proc.returncode} after the lock was released: {err}")
+        check(filecmp.cmp(src, dst, shallow=False), "copy differs")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
