@@ -28,6 +28,7 @@ StreamWriter::StreamWriter(StreamWriter &&other) noexcept
       plan_(other.plan_),
       meter_(other.meter_),
       offset_(other.offset_),
+      resumed_(other.resumed_),
       chunk_start_(other.chunk_start_),
       durable_(other.durable_),
       reserved_(other.reserved_),
@@ -53,6 +54,7 @@ StreamWriter &StreamWriter::operator=(StreamWriter &&other) noexcept
         plan_ = other.plan_;
         meter_ = other.meter_;
         offset_ = other.offset_;
+        resumed_ = other.resumed_;
         chunk_start_ = other.chunk_start_;
         durable_ = other.durable_;
         reserved_ = other.reserved_;
@@ -115,8 +117,15 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
             return Status::from_errno(EISDIR, "overwrite", display).with_detail("is a folder; a file cannot replace it");
     }
 
+    uint64_t resumed = 0;
+    Result<PartFile> part = Status::from_errno(ENOENT, "open", display);
+    if (options.resume)
+        part = PartFile::reopen(dir, dir_path, name, resumed);
     // 0666: the umask applies, as to any new file. Explicit permission bits are set at finish().
-    auto part = PartFile::create(dir, dir_path, name, 0666);
+    if (!part.ok()) {
+        resumed = 0;
+        part = PartFile::create(dir, dir_path, name, 0666);
+    }
     if (!part.ok())
         return part.status();
 
@@ -130,10 +139,20 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     w.file_mode_ = options.mode;
     w.mtime_ = options.mtime;
     w.limits_ = options.limits;
+    w.offset_ = w.chunk_start_ = w.resumed_ = resumed;
+    if (resumed > 0) {
+        // Already on the device, as far as anyone can tell; the final fdatasync settles it either way.
+        counters.written_bytes.fetch_add(resumed, std::memory_order_relaxed);
+        counters.durable_bytes.fetch_add(resumed, std::memory_order_relaxed);
+        w.durable_ = resumed;
+    }
 
     if (options.expected_size && *options.expected_size > 0 && w.mode_ != WritebackMode::None) {
         // KEEP_SIZE: the file's size grows with its data, so a stream that ends early is not padded.
-        if (sys().fallocate(w.part_.fd(), FALLOC_FL_KEEP_SIZE, 0, off_t(*options.expected_size)) == 0)
+        if (*options.expected_size <= resumed)
+            ; // nothing left to reserve
+        else if (sys().fallocate(w.part_.fd(), FALLOC_FL_KEEP_SIZE, off_t(resumed),
+                                 off_t(*options.expected_size - resumed)) == 0)
             w.reserved_ = *options.expected_size;
         else if (errno == ENOSPC || errno == EDQUOT)
             return Status::from_errno(errno, "allocate", display); // |w| goes: the part file with it
@@ -142,8 +161,18 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
 
     w.windows_ = std::make_unique<WritebackWindows>(w.part_.fd(), w.mode_, display);
     w.plan_ = plan_chunks(0, w.limits_);
-    w.meter_.start(monotonic_seconds(), 0);
+    w.meter_.start(monotonic_seconds(), w.durable_);
     return w;
+}
+
+uint64_t StreamWriter::leftover_part_size(const std::string &target)
+{
+    const auto [dir_path, name] = split_path(strip_trailing_slashes(target));
+    struct stat st {};
+    const std::string part = dir_path + "/" + part_name_for(name);
+    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        return 0;
+    return uint64_t(st.st_size);
 }
 
 void StreamWriter::take_durable(uint64_t bytes)

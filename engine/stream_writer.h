@@ -46,6 +46,9 @@ struct StreamOptions {
     // Modification time for the published file. Unset: the time of the writes.
     std::optional<struct timespec> mtime;
     ChunkLimits limits;
+    // Continue the part file an interrupted stream left (KIO::Resume): its bytes are kept and the stream goes on
+    // at its end, so the sender must send from resume_offset() on. Without a part file this is a fresh start.
+    bool resume = false;
 };
 
 class StreamWriter {
@@ -83,6 +86,11 @@ public:
 
     bool valid() const { return part_.valid() || finished_; }
     uint64_t bytes_written() const { return offset_; }
+    // Where a resumed stream goes on (0 for a fresh one).
+    uint64_t resume_offset() const { return resumed_; }
+    // The size of the part file an interrupted stream left for |target|, 0 when there is none. For asking the
+    // sender whether to resume (KIO's canResume()).
+    static uint64_t leftover_part_size(const std::string &target);
     uint64_t bytes_durable() const { return durable_; }
     WritebackMode writeback_mode() const { return mode_; }
     // The part file's path, for tests and messages.
@@ -107,6 +115,7 @@ private:
     ChunkPlan plan_;
     RateMeter meter_;
     uint64_t offset_ = 0;       // bytes handed to the kernel
+    uint64_t resumed_ = 0;      // bytes that were in the part file already
     uint64_t chunk_start_ = 0;  // where the chunk being filled began
     uint64_t durable_ = 0;      // bytes counted durable
     uint64_t reserved_ = 0;     // bytes fallocate'd up front

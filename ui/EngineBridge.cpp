@@ -150,6 +150,8 @@ quint64 EngineBridge::submit(const Options &options)
     auto jobIdBox = std::make_shared<std::atomic<quint64>>(0);
     if (options.askOnConflict) {
         spec.ask_conflict = [this, jobIdBox](const sanecopy::ConflictQuestion &q) {
+            // regression: a job can ask before submit() has returned its id; "apply to all" is kept per id.
+            jobIdBox->wait(0);
             const quint64 job = jobIdBox->load();
             const QString source = qs(q.source), target = qs(q.target);
             const qint64 ss = qint64(q.source_size), ts = qint64(q.target_size);
@@ -163,6 +165,7 @@ quint64 EngineBridge::submit(const Options &options)
     }
     if (options.askOnError) {
         spec.ask_error = [this, jobIdBox](const sanecopy::Status &s, const std::string &source) {
+            jobIdBox->wait(0);
             const quint64 job = jobIdBox->load();
             const QString src = qs(source), message = qs(s.message());
             return sanecopy::ErrorAnswer(ask(
@@ -172,6 +175,7 @@ quint64 EngineBridge::submit(const Options &options)
     }
     auto job = queue_->submit(std::move(spec), std::make_shared<Observer>(this));
     jobIdBox->store(job->id());
+    jobIdBox->notify_all();
     jobs_.insert(job->id(), job);
     return job->id();
 }

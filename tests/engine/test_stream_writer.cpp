@@ -365,3 +365,23 @@ TEST_CASE("stream to tmpfs: nothing is synced, memory is the device")
     ::unlink((dir + "/dst").c_str());
     ::rmdir(dir.c_str());
 }
+
+TEST_CASE("stream: resume goes on at the end of the part file an interrupted stream left")
+{
+    sanecopy::test::TempDir t;
+    sanecopy::test::write_pattern_file(t / "whole", 3 * 1024 * 1024 + 500, 4);
+    const std::string all = sanecopy::test::read_file(t / "whole");
+    sanecopy::test::write_text_file(t / ".dst.part", all.substr(0, 1024 * 1024 + 77)); // what the first try left
+    REQUIRE(sanecopy::StreamWriter::leftover_part_size(t / "dst") == 1024 * 1024 + 77);
+    sanecopy::StreamOptions options;
+    options.resume = true;
+    sanecopy::ProgressCounters counters;
+    auto w = sanecopy::StreamWriter::create(t / "dst", options, counters);
+    REQUIRE(w.ok());
+    REQUIRE(w->resume_offset() == 1024 * 1024 + 77);
+    REQUIRE(w->write(all.data() + w->resume_offset(), all.size() - w->resume_offset()).ok());
+    REQUIRE(w->finish().ok());
+    CHECK(sanecopy::test::read_file(t / "dst") == all);
+    CHECK(counters.durable_bytes == all.size());
+    CHECK(sanecopy::StreamWriter::leftover_part_size(t / "dst") == 0);
+}
