@@ -134,6 +134,10 @@ std::string JobQueue::lock_folder()
 // cross-process guarantee: the copy itself goes ahead.
 UniqueFd lock_device(const std::string &key, const JobControl &control)
 {
+    // No device was found for the destination (it doesn't exist, the job will fail): nothing to lock, and no
+    // lock file left behind for a path that names no device.
+    if (key.rfind("path:", 0) == 0)
+        return {};
     const std::string folder = JobQueue::lock_folder();
     if (sys().mkdirat(AT_FDCWD, folder.c_str(), 0700) < 0 && errno != EEXIST)
         return {};
