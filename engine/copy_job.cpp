@@ -149,7 +149,6 @@ private:
                         const std::string &dst_name, ConflictPolicy policy, const std::string &note);
     void flush_batch();
     void finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs);
-    Status sync_dir_now(const SharedDirFd &dir, const std::string &display);
 
     bool syncs() const { return device_.writeback != WritebackMode::None; }
     // The destination path for a source path below the item: each component made storable when the spec
@@ -602,7 +601,7 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
     if (Status cs = pf.commit(policy, &final_name); !cs)
         return cs;
     if (syncs()) {
-        if (Status ds = sync_dir_now(dst_dir, dst_display); !ds)
+        if (Status ds = sync_directory(dst_dir->get(), dst_display); !ds)
             return ds;
     }
     std::string notes = note;
@@ -619,11 +618,6 @@ Status JobRunner::verify_part(const PartFile &part, int source, uint64_t size)
         return reader.status();
     counters_.set_current_file(part.display_path() + " (verifying)");
     return verify_copy(source, reader->get(), size, part.display_path());
-}
-
-Status JobRunner::sync_dir_now(const SharedDirFd &dir, const std::string &display)
-{
-    return sync_directory(dir->get(), display);
 }
 
 void JobRunner::flush_batch()
@@ -691,7 +685,7 @@ void JobRunner::flush_batch()
             s = Status::from_errno(errno, "syncfs", batch.front().dir_display);
     } else {
         for (BatchFile &f : batch) {
-            if (dirs.erase(f.dir->get()) && !(s = sync_dir_now(f.dir, f.dir_display)))
+            if (dirs.erase(f.dir->get()) && !(s = sync_directory(f.dir->get(), f.dir_display)))
                 break;
         }
     }
@@ -724,7 +718,7 @@ void JobRunner::finish_dirs(DirCache &dst, std::vector<FinishedDir> &dirs)
             // New folders' entries in their parents: the job's final syncfs covers block filesystems.
             SharedDirFd parent = dst.get(parent_rel, error);
             if (parent)
-                sync_dir_now(parent, display).ignore();
+                sync_directory(parent->get(), display).ignore();
         }
     }
 }

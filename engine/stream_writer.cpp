@@ -5,6 +5,8 @@
 #include "page_cache_policy.h"
 #include "sys.h"
 
+#include <memory>
+
 #include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,52 +16,15 @@ namespace sanecopy {
 
 StreamWriter::StreamWriter() = default;
 
-StreamWriter::StreamWriter(StreamWriter &&other) noexcept
-    : dir_(std::move(other.dir_)),
-      dir_path_(std::move(other.dir_path_)),
-      part_(std::move(other.part_)),
-      windows_(std::move(other.windows_)),
-      counters_(other.counters_),
-      mode_(other.mode_),
-      conflict_(other.conflict_),
-      file_mode_(other.file_mode_),
-      mtime_(other.mtime_),
-      limits_(other.limits_),
-      plan_(other.plan_),
-      meter_(other.meter_),
-      offset_(other.offset_),
-      resumed_(other.resumed_),
-      chunk_start_(other.chunk_start_),
-      durable_(other.durable_),
-      reserved_(other.reserved_),
-      broken_(std::move(other.broken_)),
-      finished_(std::exchange(other.finished_, false))
-{
-}
+// Member-wise: a moved-from writer owns no part file and no window thread, so its abort() does nothing.
+StreamWriter::StreamWriter(StreamWriter &&other) noexcept = default;
 
 StreamWriter &StreamWriter::operator=(StreamWriter &&other) noexcept
 {
     if (this != &other) {
-        abort(); // our window thread must be gone before the descriptor it syncs is closed
-        dir_ = std::move(other.dir_);
-        dir_path_ = std::move(other.dir_path_);
-        part_ = std::move(other.part_);
-        windows_ = std::move(other.windows_);
-        counters_ = other.counters_;
-        mode_ = other.mode_;
-        conflict_ = other.conflict_;
-        file_mode_ = other.file_mode_;
-        mtime_ = other.mtime_;
-        limits_ = other.limits_;
-        plan_ = other.plan_;
-        meter_ = other.meter_;
-        offset_ = other.offset_;
-        resumed_ = other.resumed_;
-        chunk_start_ = other.chunk_start_;
-        durable_ = other.durable_;
-        reserved_ = other.reserved_;
-        broken_ = std::move(other.broken_);
-        finished_ = std::exchange(other.finished_, false);
+        // Our window thread must be gone before the descriptor it syncs is closed: the destructor sees to it.
+        std::destroy_at(this);
+        std::construct_at(this, std::move(other));
     }
     return *this;
 }
