@@ -551,7 +551,7 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
         return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED, QString::fromStdString(problem.message));
     const sanecopy::Status &s = problem.status;
     const QByteArray where = s.path().empty() ? *to : fromStd(s.path());
-    const bool sourceSide = where == *from || where.startsWith(*from + '/');
+    const bool sourceSide = where == *from || (where.startsWith(*from) && where.at(from->size()) == '/');
     if (s.err() == EEXIST || (s.err() == EISDIR && !sourceSide))
         return failExists(*to);
     const KioError e = kioErrorForStatus(sourceSide ? FileOp::Read : FileOp::Write, s.err(), displayPath(where),

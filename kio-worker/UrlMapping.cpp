@@ -122,7 +122,11 @@ std::optional<QByteArray> localPathFromUrl(const QUrl &url)
 
 QUrl urlFromLocalPath(const QByteArray &path, const QString &scheme)
 {
-    return QUrl::fromEncoded(scheme.toLatin1() + "://" + path.toPercentEncoding("/"), QUrl::StrictMode);
+    // Plain QByteArray appends: with QStringBuilder on (KDE's compiler settings) the concatenation would be a
+    // builder, which Qt 6.8's QUrl::fromEncoded(QByteArrayView) does not take.
+    QByteArray encoded = scheme.toLatin1();
+    encoded.append("://").append(path.toPercentEncoding("/"));
+    return QUrl::fromEncoded(encoded, QUrl::StrictMode);
 }
 
 } // namespace SaneCopyKio
