@@ -107,6 +107,23 @@ private:
     bool bar_shown_ = false;
 };
 
+// sanecp's help in its own words. The one positional takes SOURCE... DEST together: CLI11 before 2.4 lets a
+// vector positional eat the DEST a second positional would need, and 2.4 refuses a name with spaces or dots in
+// it, so the usage line and the positional's label are written here instead of derived from the name. The
+// default "TEXT", "REQUIRED" and "Excludes: ..." annotations say nothing a reader of this help needs.
+class HelpFormatter : public CLI::Formatter {
+public:
+    std::string make_usage(const CLI::App *, std::string name) const override
+    {
+        return "Usage: " + name + " [OPTIONS] SOURCE... DEST\n";
+    }
+    std::string make_option_name(const CLI::Option *opt, bool positional) const override
+    {
+        return positional ? "SOURCE... DEST" : CLI::Formatter::make_option_name(opt, positional);
+    }
+    std::string make_option_opts(const CLI::Option *) const override { return {}; }
+};
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -116,7 +133,10 @@ int main(int argc, char **argv)
                  "sanecp"};
     std::vector<std::string> paths;
     bool json = false, overwrite = false, skip_existing = false, rename_existing = false;
-    app.add_option("SOURCE... DEST", paths, "Files and folders to copy, then where to")->required()->expected(2, -1);
+    app.formatter(std::make_shared<HelpFormatter>());
+    app.footer("Exit codes: 0 everything was copied and is on the device, 1 something was not copied (each "
+               "failure is on stderr), 2 usage error.");
+    app.add_option("paths", paths, "Files and folders to copy, then where to")->required()->expected(2, -1);
     app.add_flag("--json", json, "Print progress and events as NDJSON on stdout");
     auto *o = app.add_flag("--overwrite", overwrite,
                            "Replace existing files (by rename, once the new file is on the device)");

@@ -214,6 +214,19 @@ def case_usage_errors(t):
     check(r.returncode == 2, "exclusive options together")
 
 
+def case_help(t):
+    """--help reads the same with every CLI11 from Debian 12's 2.1 to 2.4 and later: the real usage line, the
+    exit codes, and none of the parser's annotations."""
+    r = run(["--help"])
+    check(r.returncode == 0, f"--help exit {r.returncode}: {r.stderr!r}")
+    check("Usage: sanecp [OPTIONS] SOURCE... DEST" in r.stdout, f"usage line: {r.stdout!r}")
+    check("Exit codes:" in r.stdout, "no exit codes in --help")
+    for noise in ("TEXT", "REQUIRED", "Excludes"):
+        check(noise not in r.stdout, f"--help shows parser noise {noise!r}: {r.stdout!r}")
+    r = run(["--version"])
+    check(r.returncode == 0 and r.stdout.startswith("sanecp "), f"--version: {r.returncode} {r.stdout!r}")
+
+
 def case_quiet_without_tty(t):
     with open(f"{t}/src", "wb") as f:
         f.write(os.urandom(1 << 20))
