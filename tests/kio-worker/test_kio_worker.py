@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The sanecopy: KIO worker end to end: the real kioclient5 loads the worker from the build tree and copies onto
-a throttled loop-device stick (tests/stick/stick.py), one case per run:
+"""The sanecopy: KIO worker end to end: the real kioclient (KF6) or kioclient5 (KF5) loads the worker from the
+build tree and copies onto a throttled loop-device stick (tests/stick/stick.py), one case per run:
 
-    test_kio_worker.py --plugin-dir DIR CASE      (DIR holds kf5/kio/kio_sanecopy.so)
+    test_kio_worker.py --kf 6 --plugin-dir DIR CASE      (DIR holds kf6/kio/kio_sanecopy.so)
 
-What is asserted is what a Dolphin user is promised: the bytes arrive identical, and when kioclient5 returns
+What is asserted is what a Dolphin user is promised: the bytes arrive identical, and when kioclient returns
 the device has nothing left to write. Timings are printed, never asserted.
-Exit 0 pass, 1 fail, 77 skip (not root, no kioclient5, no loop devices or blkio throttle), with the reason.
+Exit 0 pass, 1 fail, 77 skip (not root, no kioclient, no loop devices or blkio throttle), with the reason.
 """
 import argparse
 import filecmp
@@ -28,6 +28,8 @@ MiB = 1 << 20
 RATE = 40_000_000
 DIRTY_BOUND = 32 * MiB
 PLUGIN_DIR = None
+KF = "5"
+KIOCLIENT = "kioclient5"  # KF6's kde-cli-tools names it kioclient (kioclient5 there is a compatibility name)
 RUNTIME_DIR = None  # this run's own XDG_RUNTIME_DIR: KIO's sockets, and so its workers, are told apart by it
 
 
@@ -47,19 +49,19 @@ def url(scheme, path):
 
 
 def kioclient(*args, timeout=240):
-    """Runs kioclient5 against the build tree's worker. Returns (rc, stdout, stderr, seconds)."""
+    """Runs kioclient against the build tree's worker. Returns (rc, stdout, stderr, seconds)."""
     env = dict(os.environ)
     env.update({
-        # The folder that holds kf5/kio, not kf5/kio itself.
+        # The folder that holds kf6/kio (kf5/kio), not that folder itself.
         "QT_PLUGIN_PATH": PLUGIN_DIR,
-        # Without a display kioclient5 aborts in xcb; offscreen needs none.
+        # Without a display kioclient aborts in xcb; offscreen needs none.
         "QT_QPA_PLATFORM": "offscreen",
-        # The worker's debug lines reach kioclient5's stderr: they show which worker did the copy.
+        # The worker's debug lines reach kioclient's stderr: they show which worker did the copy.
         "QT_LOGGING_RULES": "sanecopy.kio.debug=true",
         "XDG_RUNTIME_DIR": RUNTIME_DIR,
     })
     start = time.monotonic()
-    p = subprocess.run(["kioclient5", "--noninteractive", *args], env=env, stdout=subprocess.PIPE,
+    p = subprocess.run([KIOCLIENT, "--noninteractive", *args], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, errors="replace", timeout=timeout)
     return p.returncode, p.stdout, p.stderr, time.monotonic() - start
 
@@ -74,15 +76,15 @@ def uncache(path):
 
 
 def assert_nothing_left(s, sampler, what):
-    """Right after kioclient5 returned: the device has nothing dirty or under writeback, and a sync writes
+    """Right after kioclient returned: the device has nothing dirty or under writeback, and a sync writes
     (almost) nothing more. The dirty counters are approximate (STAT_SLACK); the device's own write counter
     is not."""
     left = stick.durable_now(s.majmin)
-    check(left <= stick.STAT_SLACK, f"{what}: {left} bytes still to write when kioclient5 returned")
+    check(left <= stick.STAT_SLACK, f"{what}: {left} bytes still to write when kioclient returned")
     before = sampler.written_since_start()
     stick.syncfs(s.mnt)
     after = sampler.written_since_start()
-    check(after - before <= 1 * MiB, f"{what}: a sync after kioclient5 returned still wrote {after - before} bytes")
+    check(after - before <= 1 * MiB, f"{what}: a sync after kioclient returned still wrote {after - before} bytes")
     return left, after - before
 
 
@@ -93,7 +95,7 @@ def no_part_files(root):
 def copy_onto_stick(s, src, dst, *extra):
     with stick.DirtySampler(s.majmin) as sampler:
         rc, out, err, secs = kioclient(*extra, "copy", url("file", src), url("sanecopy", dst))
-        check(rc == 0, f"kioclient5 copy exited {rc}: {err.strip()}")
+        check(rc == 0, f"kioclient copy exited {rc}: {err.strip()}")
         left, synced = assert_nothing_left(s, sampler, "copy")
     return sampler, err, secs, left, synced
 
@@ -104,7 +106,7 @@ def case_big_file(work):
         uncache(src)
         dst = os.path.join(s.mnt, "big file.bin")
         sampler, err, secs, left, synced = copy_onto_stick(s, src, dst)
-        print(f"96 MiB at {RATE / 1e6:.0f} MB/s: kioclient5 returned after {secs:.2f} s "
+        print(f"96 MiB at {RATE / 1e6:.0f} MB/s: kioclient returned after {secs:.2f} s "
               f"(the device alone needs {96 * MiB / RATE:.2f} s); peak dirty {sampler.peak / MiB:.1f} MiB; "
               f"left dirty at return {left / 1024:.0f} KiB; a sync then wrote {synced / 1024:.0f} KiB")
         check("through the engine" in err, f"the copy did not go through the sanecopy worker's copy(): {err}")
@@ -201,9 +203,10 @@ def case_copy_back(work):
 
 
 def worker_pids():
-    """The kioslave5 processes running this build's worker for this run's kioclient5: KIO starts them detached
-    from it, and names their socket under our XDG_RUNTIME_DIR. Other tests' workers are left alone."""
-    plugin = os.path.join(PLUGIN_DIR, "kf5", "kio", "kio_sanecopy.so").encode()
+    """The worker processes (KF5 kioslave5, KF6 kioworker) running this build's worker for this run's kioclient:
+    KIO starts them detached from it, and names their socket under our XDG_RUNTIME_DIR. Other tests' workers are
+    left alone."""
+    plugin = worker_plugin().encode()
     socket_prefix = b"local:" + os.fsencode(RUNTIME_DIR) + b"/"
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -226,7 +229,7 @@ def wait_workers_gone(timeout=15.0):
 
 def start_copy(src, dst):
     env = dict(os.environ, QT_PLUGIN_PATH=PLUGIN_DIR, QT_QPA_PLATFORM="offscreen", XDG_RUNTIME_DIR=RUNTIME_DIR)
-    return subprocess.Popen(["kioclient5", "--noninteractive", "copy", url("file", src), url("sanecopy", dst)],
+    return subprocess.Popen([KIOCLIENT, "--noninteractive", "copy", url("file", src), url("sanecopy", dst)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
 
 
@@ -253,7 +256,7 @@ def case_cancel(work):
                 for pid in worker_pids():
                     os.kill(pid, signal.SIGTERM)
                 rc = p.wait(timeout=60)
-                check(rc == 1, f"{how}: kioclient5 exited {rc}, want 1")
+                check(rc == 1, f"{how}: kioclient exited {rc}, want 1")
             else:
                 p.send_signal(signal.SIGINT)
                 p.wait(timeout=60)
@@ -313,24 +316,31 @@ def case_device_lock(work):
             check(proc.poll() is None, "the copy finished while another writer held the device")
             check(no_part_files(s.mnt) and not os.path.exists(dst), "bytes were written while the device was held")
         _, err = proc.communicate(timeout=120)
-        check(proc.returncode == 0, f"kioclient5 exited {proc.returncode} after the lock was released: {err}")
+        check(proc.returncode == 0, f"kioclient exited {proc.returncode} after the lock was released: {err}")
         check(filecmp.cmp(src, dst, shallow=False), "copy differs")
+
+
+def worker_plugin():
+    return os.path.join(PLUGIN_DIR, f"kf{KF}", "kio", "kio_sanecopy.so")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
 def main():
-    global PLUGIN_DIR, RUNTIME_DIR
+    global PLUGIN_DIR, RUNTIME_DIR, KF, KIOCLIENT
     ap = argparse.ArgumentParser()
     ap.add_argument("--plugin-dir", required=True)
+    ap.add_argument("--kf", choices=["5", "6"], required=True, help="the KDE Frameworks the worker is built for")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
     PLUGIN_DIR = os.path.realpath(a.plugin_dir)
-    if shutil.which("kioclient5") is None:
-        stick.skip("kioclient5 not found (Debian: kde-cli-tools)")
-    if not os.path.exists(os.path.join(PLUGIN_DIR, "kf5", "kio", "kio_sanecopy.so")):
-        stick.skip(f"no kf5/kio/kio_sanecopy.so under {PLUGIN_DIR} (a KF6 build is not driven by kioclient5)")
+    KF = a.kf
+    KIOCLIENT = "kioclient" if KF == "6" else "kioclient5"
+    if shutil.which(KIOCLIENT) is None:
+        stick.skip(f"{KIOCLIENT} not found (Debian: kde-cli-tools)")
+    if not os.path.exists(worker_plugin()):
+        stick.skip(f"no {worker_plugin()}: the worker was not built")
     stick.require_root_or_skip()
     work = tempfile.mkdtemp(prefix="sanecopy-kio-test-", dir="/var/tmp")
     RUNTIME_DIR = os.path.join(work, "runtime")
