@@ -158,6 +158,24 @@ def case_flatpak_manifest(args):
     for arg in ("--filesystem=host", "--filesystem=home", "--filesystem=host:rw", "--filesystem=home:rw"):
         c.check(arg not in finish, "finish-args lacks " + arg)
 
+    # Flathub builds only sources pinned by commit; flatpak-builder then stops if the tag beside it moved.
+    def all_modules(mods):
+        for mod in mods:
+            if isinstance(mod, dict):
+                yield mod
+                yield from all_modules(mod.get("modules", []))
+
+    modules = list(all_modules(m.get("modules", [])))
+    for mod in modules:
+        for src in mod.get("sources", []):
+            if isinstance(src, dict) and src.get("type") == "git":
+                c.check(re.fullmatch(r"[0-9a-f]{40}", str(src.get("commit", ""))) is not None,
+                        f"{mod.get('name')}: git source {src.get('url')} pinned by a 40-hex commit")
+    cli11 = [s for mod in modules if str(mod.get("name", "")).lower() == "cli11"
+             for s in mod.get("sources", []) if isinstance(s, dict) and s.get("type") == "git"]
+    c.check(len(cli11) == 1 and re.fullmatch(r"v2\.\d+\.\d+", str(cli11[0].get("tag", ""))) is not None,
+            "cli11 module builds a CLI11 v2.x tag")
+
     apps = [mod for mod in m.get("modules", []) if isinstance(mod, dict) and mod.get("name") == "sanecopy"]
     c.check(len(apps) == 1, "one sanecopy module")
     if apps:
