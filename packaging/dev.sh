@@ -5,6 +5,8 @@
 #   dev.sh run [FILE...]          starts the SaneCopy window (without a display: sanecp, on a demo file
 #                                 when no SOURCE... DEST is given)
 #   dev.sh test                   runs every test (ctest)
+#   dev.sh test-debian13          the same suite on Debian 13 (KF6, Qt 6.8) in a cached debootstrap root, then
+#                                 the .deb in a clean Debian 13 root (packaging/debian13.sh; root only)
 # Safe to run again: apt is only called for packages that are not installed yet. As non-root it prints the
 # apt command to run instead.
 set -euo pipefail
@@ -13,6 +15,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${SANECOPY_BUILD_DIR:-$here/build}
 mode=${1:-run}
 [ $# -gt 0 ] && shift
+if [ "$mode" = test-debian13 ]; then
+    # Nothing of the host's build is needed: the Debian 13 root builds the checkout itself.
+    exec "$here/packaging/debian13.sh" test "$@"
+fi
 
 # What the build, the tests and the benchmark need, with --no-install-recommends. libqt6opengl6-dev is only
 # recommended by qt6-base-dev, yet Qt6's CMake configs fail without it.
@@ -76,7 +82,7 @@ test)
     ctest --output-on-failure -j"$(nproc)" "$@"
     ;;
 *)
-    echo "usage: $0 run [SOURCE... DEST] | test [ctest options]" >&2
+    echo "usage: $0 run [SOURCE... DEST] | test [ctest options] | test-debian13 [ctest options]" >&2
     exit 2
     ;;
 esac

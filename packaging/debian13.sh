@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# SaneCopy on Debian 13 (Plasma 6: KF6 6.13, Qt 6.8, CLI11 2.4, Catch2 v3, GCC 14), from a Debian 12 host:
+#   debian13.sh test [ctest options]   builds this checkout in a Debian 13 root and runs the whole ctest suite
+#                                      there (stick and kioclient tests included, none may be skipped), then
+#                                      installs the .deb that CPack made into a clean Debian 13 root and copies
+#                                      through the installed worker.
+#   debian13.sh root                   only makes (or refreshes) the cached roots; prints the build root's path.
+#   debian13.sh shell                  a shell in the build root, with the checkout at /src.
+#   debian13.sh dolphin-screenshot PNG Dolphin 25.04 under Xvfb in the build root, with the context menu of a
+#                                      folder open, the build's service menus installed for the user (after `test`).
+# Called as `packaging/dev.sh test-debian13`. Root only: debootstrap, chroot, loop devices and blkio throttles.
+#
+# The roots are cached outside the checkout, in $SANECOPY_CACHE (default /var/cache/sanecopy) /debian13:
+#   base/      a `debootstrap --variant=minbase trixie` root, never changed after: the "clean Debian 13"
+#   root/      base plus the build and test packages below; refreshed when that list changes
+#   archives/  apt's downloaded .debs, shared by both roots, so a warm run downloads nothing
+#   ccache/    the compiler cache of builds in root/ (a fresh clone has new mtimes; ccache looks at content)
+# The mirror is the host's own Debian mirror, read from its apt sources at run time. The host's apt
+# configuration is never written: each root has its own sources.list.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${SANECOPY_CACHE:-/var/cache/sanecopy}/debian13
+mode=${1:-test}
+[ $# -gt 0 ] && shift
+
+# Build and test dependencies on Debian 13, with --no-install-recommends. The first line builds; the rest are
+# what the tests drive: the KF6 worker through kioclient and Dolphin's menu code, the loop-device sticks, the
+# FUSE FAT/exFAT sticks, the packaging validators, and Dolphin itself under Xvfb for the screenshot.
+packages=(
+    g++ cmake ninja-build pkg-config ccache catch2 libcli11-dev libxxhash-dev libblkid-dev
+    qt6-base-dev qt6-svg-plugins fonts-dejavu-core extra-cmake-modules libkf6kio-dev kio6 kde-cli-tools
+    python3 util-linux mount e2fsprogs rsync procps dosfstools fusefat exfatprogs exfat-fuse fuse3
+    desktop-file-utils appstream dpkg-dev file flatpak-builder
+    dolphin xvfb xauth x11-utils xdotool imagemagick dbus breeze-icon-theme
+)
+# What the clean root gets beside the .deb: the client that drives the installed worker.
+deb_test_packages=(kde-cli-tools)
+
+die() { echo "debian13: $*" >&2; exit 1; }
+log() { echo "== debian13: $*"; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot, loop devices). Run it as root."
+
+# The host's Debian mirror: the first URI of its apt sources (deb822 or one-line style).
+host_mirror() {
+    local uri=""
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources)
+    fi
+    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+        uri=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
+              /etc/apt/sources.list)
+    fi
+    [ -n "$uri" ] || die "found no Debian mirror in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
+    echo "${uri%/}"
+}
+
+check_mirror() {
+    python3 - "$1" <<'PY' || die "can't reach the Debian mirror $1 (its dists/trixie/Release): Debian 13 needs it"
+import sys, urllib.request
+urllib.request.urlopen(sys.argv[1] + "/dists/trixie/Release", timeout=30).read(1)
+PY
+}
+
+# Mounts for a chroot, undone on every exit path. The rbinds bring /sys's cgroup (blkio throttles) and debugfs
+# (per-device dirty counters) and /dev's loop devices and FUSE along; rslave keeps the chroot's unmounts from
+# reaching the host.
+mounted=()
+unmount_all() {
+    local i
+    for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+        umount -R "${mounted[i]}" 2>/dev/null || umount -R -l "${mounted[i]}" 2>/dev/null || true
+    done
+    mounted=()
+}
+trap unmount_all EXIT
+trap 'exit 130' INT TERM
+
+bind() { # bind SRC DST [ro]
+    mkdir -p "$2"
+    mount --rbind "$1" "$2"
+    mount --make-rslave "$2"
+    mounted+=("$2")
+    if [ "${3:-}" = ro ]; then
+        mount -o remount,bind,ro "$2"
+    fi
+}
+
+enter() { # enter ROOT: mounts what a test in ROOT needs
+    local r=$1
+    bind /proc "$r/proc"
+    bind /sys "$r/sys"
+    bind /dev "$r/dev"
+    bind "$cache/archives" "$r/var/cache/apt/archives"
+    cp -L /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+}
+
+leave() { unmount_all; }
+
+# A path under the cache is removed only with nothing mounted below it: an rm -rf through a live bind of /dev
+# or /sys would wipe the host's.
+remove_root() {
+    local r=$1
+    [ -e "$r" ] || return 0
+    if findmnt -rn -o TARGET | grep -q "^$(realpath "$r")\(/\|$\)"; then
+        die "$r still has mounts below it; not removing it"
+    fi
+    rm -rf --one-file-system "$r"
+}
+
+in_root() { # in_root ROOT CMD...: runs CMD in ROOT with a clean environment
+    local r=$1
+    shift
+    chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+        LANG=C.UTF-8 LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive TERM=dumb "$@"
+}
+
+make_base() {
+    [ -f "$cache/base/.sanecopy-base" ] && return 0
+    command -v debootstrap >/dev/null || {
+        log "installing debootstrap on the host"
+        apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends debootstrap >/dev/null
+    }
+    local mirror
+    mirror=$(host_mirror)
+    check_mirror "$mirror"
+    log "debootstrap --variant=minbase trixie from $mirror"
+    remove_root "$cache/base.new"
+    debootstrap --variant=minbase --cache-dir="$cache/archives" trixie "$cache/base.new" "$mirror" \
+        >"$cache/debootstrap.log" 2>&1 || { tail -n 20 "$cache/debootstrap.log" >&2; die "debootstrap failed (log: $cache/debootstrap.log)"; }
+    echo "deb $mirror trixie main" >"$cache/base.new/etc/apt/sources.list"
+    # Keep downloaded packages: archives/ is shared and is what makes a warm run need no network.
+    echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$cache/base.new/etc/apt/apt.conf.d/10keep"
+    in_root "$cache/base.new" apt-get clean
+    touch "$cache/base.new/.sanecopy-base"
+    mv "$cache/base.new" "$cache/base"
+}
+
+# The build root: base plus the packages above. Its stamp is the package list; a changed list installs what is
+# new (apt is additive), a missing root is copied from base.
+make_root() {
+    local want have=""
+    want=$(printf '%s\n' "${packages[@]}" | sort | sha256sum | cut -c1-16)
+    [ -f "$cache/root/.sanecopy-packages" ] && have=$(cat "$cache/root/.sanecopy-packages")
+    [ "$want" = "$have" ] && return 0
+    if [ ! -d "$cache/root" ]; then
+        log "copying base to the build root"
+        cp -a "$cache/base" "$cache/root.new"
+        mv "$cache/root.new" "$cache/root"
+    fi
+    check_mirror "$(host_mirror)"
+    log "installing the build and test packages in the build root (${#packages[@]} packages)"
+    enter "$cache/root"
+    in_root "$cache/root" apt-get -q update >/dev/null
+    in_root "$cache/root" apt-get -q install -y --no-install-recommends "${packages[@]}" >"$cache/apt.log" 2>&1 ||
+        { tail -n 30 "$cache/apt.log" >&2; leave; die "apt-get install in the Debian 13 root failed (log: $cache/apt.log)"; }
+    leave
+    echo "$want" >"$cache/root/.sanecopy-packages"
+}
+
+prepare() {
+    mkdir -p "$cache/archives/partial"
+    # One run at a time per cache: two would share the roots' mounts and build folder.
+    exec 9>"$cache/.lock"
+    flock -w 3600 9 || die "another run holds $cache/.lock"
+    make_base
+    make_root
+}
+
+ctest_summary=""
+build_and_test() {
+    local r=$cache/root
+    enter "$r"
+    bind "$here" "$r/src" ro
+    mkdir -p "$cache/ccache"
+    bind "$cache/ccache" "$r/var/cache/ccache"
+    log "building the checkout against KF6 in the Debian 13 root"
+    in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+    in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake --build /build
+    log "running every test (ctest) in the Debian 13 root"
+    local out=$cache/ctest.log rc=0
+    # XDG_RUNTIME_DIR: Qt and KIO want one; each kioclient test makes its own below /var/tmp anyway.
+    in_root "$r" bash -c 'mkdir -p -m 700 /run/user/0 && cd /build && XDG_RUNTIME_DIR=/run/user/0 \
+        ctest --output-on-failure -j"$(nproc)" "$@"' ctest "$@" 2>&1 | tee "$out" || rc=$?
+    ctest_summary=$(grep -E '^[0-9]+% tests passed' "$out" || true)
+    if grep -q '^The following tests did not run:' "$out"; then
+        echo "debian13: tests were skipped; on Debian 13 every test must run:" >&2
+        sed -n '/^The following tests did not run:/,/^$/p' "$out" >&2
+        rc=1
+    fi
+    log "packing the .deb"
+    rm -rf "$cache/deb"
+    mkdir -p "$cache/deb"
+    in_root "$r" bash -c 'cd /build && cpack -G DEB >/dev/null && cp sanecopy_*.deb /tmp/' ||
+        { leave; die "cpack -G DEB failed"; }
+    cp "$r"/tmp/sanecopy_*.deb "$cache/deb/"
+    rm -f "$r"/tmp/sanecopy_*.deb
+    leave
+    return "$rc"
+}
+
+# The .deb in a clean Debian 13 root: apt resolves its dependencies from the mirror, and kioclient copies through
+# the worker from where the package put it, with no QT_PLUGIN_PATH.
+deb_test() {
+    local clean=$cache/clean
+    remove_root "$clean"
+    cp -a "$cache/base" "$clean"
+    enter "$clean"
+    cp "$cache"/deb/sanecopy_*.deb "$clean/tmp/"
+    local rc=0
+    in_root "$clean" apt-get -q update >/dev/null
+    in_root "$clean" bash -c 'apt-get -q install -y --no-install-recommends /tmp/sanecopy_*.deb "$@"' apt \
+        "${deb_test_packages[@]}" >"$cache/deb-install.log" 2>&1 ||
+        { tail -n 30 "$cache/deb-install.log" >&2; echo "FAIL: apt install ./sanecopy_*.deb in a clean Debian 13 root"; rc=1; }
+    if [ "$rc" -eq 0 ]; then
+        in_root "$clean" bash -s <<'SH' || rc=1
+set -eu
+fail() { echo "FAIL: $*"; exit 1; }
+find /usr -path '*/kf6/kio/kio_sanecopy.so' | grep -q . || fail "no kf6/kio/kio_sanecopy.so installed"
+ls /usr/share/kio/servicemenus/sanecopy-*.desktop >/dev/null || fail "no service menus installed"
+sanecp --version >/dev/null || fail "sanecp does not run"
+mkdir -p /tmp/src "/tmp/dest dir"
+head -c 3M /dev/urandom >"/tmp/src/file one.bin"
+export QT_QPA_PLATFORM=offscreen XDG_RUNTIME_DIR=/tmp/runtime
+mkdir -p -m 700 /tmp/runtime
+[ -z "${QT_PLUGIN_PATH:-}" ] || fail "QT_PLUGIN_PATH is set"
+kioclient --noninteractive copy "file:///tmp/src/file%20one.bin" "sanecopy:///tmp/dest%20dir/file%20one.bin" ||
+    fail "kioclient copy through sanecopy:/ exited $?"
+cmp "/tmp/src/file one.bin" "/tmp/dest dir/file one.bin" || fail "the copy differs"
+echo "PASS: the .deb installs with apt in a clean Debian 13 root; kioclient copies through the installed worker"
+SH
+    fi
+    leave
+    remove_root "$clean"
+    return "$rc"
+}
+
+# Real Dolphin with a folder's context menu open. No window manager: xdotool focuses the window itself, and the
+# Menu key opens the context menu of the selected item where Dolphin draws it.
+dolphin_screenshot() {
+    local out=$1 r=$cache/root
+    [ -f "$r/build/kio-worker/servicemenus/sanecopy-open-target.desktop" ] || die "build first: $0 test"
+    enter "$r"
+    bind "$here" "$r/src" ro
+    in_root "$r" bash -s <<'SH'
+set -eu
+home=$(mktemp -d /tmp/dolphin-shot.XXXXXX)
+mkdir -p "$home/data/kio/servicemenus" "$home/config" "$home/runtime" "$home/Photos from the trip"
+chmod 700 "$home/runtime"
+cp /src/kio-worker/servicemenus/sanecopy-safe-copy-to.desktop /build/kio-worker/servicemenus/sanecopy-open-target.desktop \
+   "$home/data/kio/servicemenus/"
+chmod 755 "$home/data/kio/servicemenus/"*.desktop
+touch "$home/Photos from the trip/IMG_0001.jpg" "$home/notes.txt"
+export HOME=$home XDG_DATA_HOME=$home/data XDG_CONFIG_HOME=$home/config XDG_RUNTIME_DIR=$home/runtime
+export DISPLAY=:77 QT_QPA_PLATFORM=xcb
+Xvfb :77 -screen 0 1024x640x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb=$!
+trap 'kill $xvfb 2>/dev/null; rm -rf "$home"' EXIT
+for _ in $(seq 50); do xdpyinfo -display :77 >/dev/null 2>&1 && break; sleep 0.1; done
+dbus-run-session -- dolphin --new-window --select "$home/Photos from the trip" >/dev/null 2>&1 &
+win=$(xdotool search --sync --onlyvisible --class dolphin | head -n 1)
+xdotool windowsize "$win" 1024 640 windowmove "$win" 0 0 windowfocus --sync "$win"
+sleep 3
+xdotool key --window "$win" Menu
+sleep 2
+import -window root /tmp/dolphin-menu.png
+SH
+    cp "$r/tmp/dolphin-menu.png" "$out"
+    leave
+    echo "$out"
+}
+
+case "$mode" in
+dolphin-screenshot)
+    [ $# -eq 1 ] || die "usage: $0 dolphin-screenshot OUT.png"
+    prepare
+    dolphin_screenshot "$(realpath -m "$1")"
+    ;;
+root)
+    prepare
+    echo "$cache/root"
+    ;;
+shell)
+    prepare
+    enter "$cache/root"
+    bind "$here" "$cache/root/src" ro
+    in_root "$cache/root" bash -i || true
+    ;;
+test)
+    start=$SECONDS
+    prepare
+    rc=0
+    build_and_test "$@" || rc=$?
+    deb_rc=0
+    deb_test || deb_rc=$?
+    echo
+    echo "== debian13: ctest: ${ctest_summary:-no summary}"
+    echo "== debian13: .deb in a clean root: $([ "$deb_rc" -eq 0 ] && echo passed || echo FAILED)"
+    echo "== debian13: $((SECONDS - start)) s"
+    [ "$rc" -eq 0 ] && [ "$deb_rc" -eq 0 ]
+    ;;
+*)
+    echo "usage: $0 test [ctest options] | root | shell" >&2
+    exit 2
+    ;;
+esac
