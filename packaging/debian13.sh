@@ -91,6 +91,11 @@ bind() { # bind SRC DST [ro]
 
 enter() { # enter ROOT: mounts what a test in ROOT needs
     local r=$1
+    # The root a mount point of its own, as in a container: without it the chroot's mountinfo has no "/", so
+    # the device probe finds no filesystem for a path, and `unshare --mount` can't make "/" private.
+    mount --bind "$r" "$r"
+    mount --make-private "$r"
+    mounted+=("$r")
     bind /proc "$r/proc"
     bind /sys "$r/sys"
     bind /dev "$r/dev"
