@@ -254,13 +254,13 @@ dolphin_screenshot() {
     in_root "$r" bash -s <<'SH'
 set -eu
 home=$(mktemp -d /tmp/dolphin-shot.XXXXXX)
-mkdir -p "$home/data/kio/servicemenus" "$home/config" "$home/runtime" "$home/Photos from the trip"
-chmod 700 "$home/runtime"
+mkdir -p "$home/.local/share/kio/servicemenus" "$home/.config" "$home/.runtime" "$home/Photos from the trip"
+chmod 700 "$home/.runtime"
 cp /src/kio-worker/servicemenus/sanecopy-safe-copy-to.desktop /build/kio-worker/servicemenus/sanecopy-open-target.desktop \
-   "$home/data/kio/servicemenus/"
-chmod 755 "$home/data/kio/servicemenus/"*.desktop
+   "$home/.local/share/kio/servicemenus/"
+chmod 755 "$home/.local/share/kio/servicemenus/"*.desktop
 touch "$home/Photos from the trip/IMG_0001.jpg" "$home/notes.txt"
-export HOME=$home XDG_DATA_HOME=$home/data XDG_CONFIG_HOME=$home/config XDG_RUNTIME_DIR=$home/runtime
+export HOME=$home XDG_RUNTIME_DIR=$home/.runtime
 export DISPLAY=:77 QT_QPA_PLATFORM=xcb
 Xvfb :77 -screen 0 1024x640x24 -nolisten tcp >/dev/null 2>&1 &
 xvfb=$!
