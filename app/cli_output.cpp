@@ -56,6 +56,30 @@ std::string json_string(std::string_view text)
     return out + "\"";
 }
 
+std::string json_device(const DeviceInfo &d)
+{
+    auto optional = [](const std::optional<uint64_t> &v) { return v ? std::to_string(*v) : std::string("null"); };
+    const char *mode = d.writeback == WritebackMode::None       ? "none"
+                       : d.writeback == WritebackMode::Windows ? "windows"
+                                                                : "chunk-sync";
+    std::string out = "{\"type\":\"device\"";
+    out += ",\"mount_point\":" + json_string(d.mount_point);
+    out += ",\"fs_type\":" + json_string(d.fs_type);
+    out += ",\"fs_subtype\":" + json_string(d.fs_subtype);
+    out += ",\"block_device\":" + json_string(d.block_device);
+    out += ",\"disk\":" + json_string(d.disk);
+    out += ",\"bdi\":" + json_string(d.bdi);
+    out += std::string(",\"removable\":") + (d.removable ? "true" : "false");
+    out += std::string(",\"rotational\":") + (d.rotational ? "true" : "false");
+    out += ",\"free_bytes\":" + optional(d.free_bytes);
+    out += ",\"total_bytes\":" + optional(d.total_bytes);
+    out += ",\"max_file_size\":" +
+           (d.limits.max_file_size == UINT64_MAX ? std::string("null") : std::to_string(d.limits.max_file_size));
+    out += std::string(",\"fat_names\":") + (d.limits.forbids_fat_chars ? "true" : "false");
+    out += std::string(",\"writeback\":\"") + mode + "\"";
+    return out + "}";
+}
+
 std::string json_progress(const ProgressSnapshot &s)
 {
     std::string out = "{\"type\":\"progress\"";

@@ -20,6 +20,9 @@ std::string json_progress(const ProgressSnapshot &s);
 std::string json_event(const JobEvent &e);
 std::string json_done(const JobSummary &summary, const ProgressSnapshot &last);
 
+// What the engine found out about the device behind a destination folder (sanecp --probe), as one JSON object.
+std::string json_device(const DeviceInfo &d);
+
 // "1.4 GiB", "512 KiB", "37 B".
 std::string human_bytes(double bytes);
 // "0:37", "1:02:03", "--:--" when unknown.

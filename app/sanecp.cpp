@@ -38,6 +38,8 @@ public:
     {
         std::lock_guard lock(mutex_);
         last_ = s;
+        if (quiet_bar_)
+            return;
         if (json_) {
             std::fputs((cli::json_progress(s) + "\n").c_str(), stdout);
             std::fflush(stdout);
@@ -69,6 +71,14 @@ public:
         }
     }
 
+    // After Ctrl-C: the cancel message stays the last thing on the terminal, no bar is drawn over it.
+    void stop_bar()
+    {
+        std::lock_guard lock(mutex_);
+        clear_bar();
+        quiet_bar_ = true;
+    }
+
     void finish(const JobSummary &summary)
     {
         std::lock_guard lock(mutex_);
@@ -77,17 +87,25 @@ public:
             std::fflush(stdout);
             return;
         }
+        clear_bar();
+        if (summary.device_removed) {
+            // Said on any output: a script's log is read after a pulled stick too.
+            std::fprintf(stderr, "sanecp: the device was removed before the copy finished. Files reported done "
+                                 "are complete on it; plug it in again and run the same command to finish "
+                                 "(a big file resumes where the device had it).\n");
+            return;
+        }
         if (!tty_)
             return;
-        clear_bar();
         if (summary.cancelled) {
             std::printf("Cancelled. Nothing half-written was left behind.\n");
         } else if (summary.files_copied > 0 || summary.ok()) {
             const double rate = summary.seconds > 0 ? double(summary.bytes) / summary.seconds : 0;
-            std::printf("%s %s in %llu file%s, %s/s. It is on the device%s.\n", summary.ok() ? "Done:" : "Partly done:",
+            std::printf("%s %s in %llu file%s, %s/s. It is on the device%s.\n",
+                        summary.complete() ? "Done:" : "Partly done:",
                         cli::human_bytes(double(summary.bytes)).c_str(),
                         static_cast<unsigned long long>(summary.files_copied), summary.files_copied == 1 ? "" : "s",
-                        cli::human_bytes(rate).c_str(), summary.ok() ? ": safe to unplug" : "");
+                        cli::human_bytes(rate).c_str(), summary.complete() ? ": safe to unplug" : "");
         }
     }
 
@@ -105,6 +123,7 @@ private:
     std::mutex mutex_;
     ProgressSnapshot last_;
     bool bar_shown_ = false;
+    bool quiet_bar_ = false;
 };
 
 // sanecp's help in its own words. The one positional takes SOURCE... DEST together: CLI11 before 2.4 lets a
@@ -121,7 +140,10 @@ public:
     {
         return positional ? "SOURCE... DEST" : CLI::Formatter::make_option_name(opt, positional);
     }
-    std::string make_option_opts(const CLI::Option *) const override { return {}; }
+    std::string make_option_opts(const CLI::Option *opt) const override
+    {
+        return opt->get_positional() || opt->get_type_name().empty() ? std::string() : " " + opt->get_type_name();
+    }
 };
 
 } // namespace
@@ -134,9 +156,16 @@ int main(int argc, char **argv)
     std::vector<std::string> paths;
     bool json = false, overwrite = false, skip_existing = false, rename_existing = false;
     app.formatter(std::make_shared<HelpFormatter>());
-    app.footer("Exit codes: 0 everything was copied and is on the device, 1 something was not copied (each "
-               "failure is on stderr), 2 usage error.");
-    app.add_option("paths", paths, "Files and folders to copy, then where to")->required()->expected(2, -1);
+    app.footer("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
+               "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
+               "the filesystem, a name it can't store, a special file), or the device removed (each is on "
+               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left).");
+    std::string probe;
+    app.add_option("paths", paths, "Files and folders to copy, then where to")->expected(2, -1);
+    app.add_option("--probe", probe,
+                   "Print what SaneCopy finds out about the device behind FOLDER (filesystem, its "
+                   "limits, removable, the device whose dirty pages are counted) as JSON, and exit")
+        ->type_name("FOLDER");
     app.add_flag("--json", json, "Print progress and events as NDJSON on stdout");
     auto *o = app.add_flag("--overwrite", overwrite,
                            "Replace existing files (by rename, once the new file is on the device)");
@@ -158,6 +187,24 @@ int main(int argc, char **argv)
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
         app.exit(e);
+        return 2;
+    }
+
+    if (!probe.empty()) {
+        if (!paths.empty()) {
+            std::fprintf(stderr, "sanecp: --probe takes one folder and copies nothing\n");
+            return 2;
+        }
+        Result<DeviceInfo> info = probe_device(probe);
+        if (!info.ok()) {
+            std::fprintf(stderr, "sanecp: %s\n", info.status().message().c_str());
+            return 1;
+        }
+        std::printf("%s\n", cli::json_device(info.value()).c_str());
+        return 0;
+    }
+    if (paths.size() < 2) {
+        std::fprintf(stderr, "sanecp: give one or more sources, then the destination (see --help)\n");
         return 2;
     }
 
@@ -186,9 +233,12 @@ int main(int argc, char **argv)
     JobQueue queue;
     auto job = queue.submit(spec, printer);
 
-    std::thread([signals, job]() mutable {
+    static std::atomic<bool> interrupted{false};
+    std::thread([signals, job, printer]() mutable {
         int sig = 0;
         if (sigwait(&signals, &sig) == 0) {
+            interrupted = true;
+            printer->stop_bar();
             std::fprintf(stderr, "\nsanecp: cancelling; removing partial files...\n");
             job->cancel();
         }
@@ -200,5 +250,7 @@ int main(int argc, char **argv)
 
     const JobSummary summary = job->wait();
     printer->finish(summary);
-    return summary.ok() ? 0 : 1;
+    if (summary.cancelled && interrupted)
+        return 130;
+    return summary.complete() ? 0 : 1;
 }

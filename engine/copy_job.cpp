@@ -136,7 +136,8 @@ public:
 private:
     void emit(JobEvent e) { sink_(e); }
     void report_error(Status s, const std::string &path, bool source_side = false);
-    void report_skip(const std::string &path, const std::string &why);
+    // |chosen|: the conflict policy asked for this skip; anything else is a requested file not copied.
+    void report_skip(const std::string &path, const std::string &why, bool chosen = false);
     void report_done(const std::string &source, std::string target, uint64_t bytes, std::string note = {});
     Status verify_part(const PartFile &part, int source, uint64_t size);
     bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
@@ -165,6 +166,7 @@ private:
     DeviceInfo device_;
     JobSummary summary_;
     bool aborted_ = false;
+    bool device_removed_ = false; // the destination's device went away mid-job
     bool stopped_by_answer_ = false; // "Cancel" answered to a question
 
     std::vector<BatchFile> batch_;
@@ -186,8 +188,17 @@ void JobRunner::report_error(Status s, const std::string &path, bool source_side
 {
     ++summary_.errors;
     // Only the destination failing ends the job: a source that can't be read is that file's problem.
-    if (!source_side && !from_source(s) && is_device_fatal(s.err()))
+    if (!source_side && !from_source(s) && is_device_fatal(s.err())) {
         aborted_ = true;
+        // A pulled stick shows as ENODEV, ENXIO or EIO depending on where the copy was; say what happened
+        // rather than which call saw it.
+        if (device_removed_ || device_removed(s.err(), device_, "/sys")) {
+            device_removed_ = true;
+            const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
+            Status removed(s.code(), s.op(), s.path());
+            s = std::move(removed).with_detail("the device was removed before the copy finished (" + seen + ")");
+        }
+    }
     JobEvent e;
     e.kind = JobEvent::Kind::Error;
     e.path = path;
@@ -196,9 +207,11 @@ void JobRunner::report_error(Status s, const std::string &path, bool source_side
     emit(std::move(e));
 }
 
-void JobRunner::report_skip(const std::string &path, const std::string &why)
+void JobRunner::report_skip(const std::string &path, const std::string &why, bool chosen)
 {
     ++summary_.files_skipped;
+    if (!chosen)
+        ++summary_.files_refused;
     JobEvent e;
     e.kind = JobEvent::Kind::Skipped;
     e.path = path;
@@ -284,7 +297,7 @@ JobSummary JobRunner::run()
     }
     flush_batch();
     batch_.clear(); // unflushed parts (cancel, abort) are removed here
-    if (syncs() && any_dest_dir_) {
+    if (syncs() && any_dest_dir_ && !device_removed_) {
         // Metadata of everything this job touched (folders, times, the journal) reaches the device too, so
         // "done" and "cancelled" both mean there is nothing left to write.
         if (retry_eintr([&] { return sys().syncfs(any_dest_dir_->get()); }) < 0)
@@ -293,6 +306,7 @@ JobSummary JobRunner::run()
 
     summary_.cancelled = control_.cancel_requested() || stopped_by_answer_;
     summary_.aborted = aborted_;
+    summary_.device_removed = device_removed_;
     summary_.seconds = monotonic_seconds() - started;
     counters_.state.store(summary_.cancelled ? JobState::Cancelled
                                              : summary_.ok() ? JobState::Done : JobState::Failed);
@@ -409,7 +423,7 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
         struct stat st {};
         if (sys().fstatat(dst_dir->get(), dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
             if (spec_.conflict == ConflictPolicy::Skip) {
-                report_skip(source, "already exists at the destination");
+                report_skip(source, "already exists at the destination", true);
                 return;
             }
         }
@@ -457,7 +471,7 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
             }
         }
         if (policy == ConflictPolicy::Skip) {
-            report_skip(source, "already exists at the destination");
+            report_skip(source, "already exists at the destination", true);
             return;
         }
         if (policy == ConflictPolicy::Refuse) {

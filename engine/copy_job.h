@@ -76,8 +76,15 @@ struct JobSummary {
     uint64_t bytes = 0;
     bool cancelled = false;
     bool aborted = false; // ended early by a device-level error
+    bool device_removed = false; // ... because the destination's device went away (a pulled stick)
+    // Requested files not copied although nothing failed: refused before the first byte (too big for the
+    // filesystem, a name it can't store, a special file in a folder) or skipped after an error. Skips the
+    // conflict policy asked for (--skip-existing) are not counted: they are what the user wanted.
+    uint64_t files_refused = 0;
     double seconds = 0;
     bool ok() const { return errors == 0 && !cancelled && !aborted; }
+    // Everything requested is on the device, or was left alone on purpose.
+    bool complete() const { return ok() && files_refused == 0; }
 };
 
 using JobEventSink = std::function<void(const JobEvent &)>;

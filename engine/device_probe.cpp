@@ -404,6 +404,15 @@ bool probe_block_device(unsigned major_no, unsigned minor_no, std::string_view s
     return true;
 }
 
+bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root)
+{
+    if (err == ENODEV || err == ENXIO || err == ESHUTDOWN)
+        return true;
+    if ((err == EIO || err == ENOTCONN) && !info.disk.empty())
+        return !path_exists(std::string(sysfs_root) + "/block/" + info.disk + "/dev");
+    return false;
+}
+
 std::string parse_udev_fs_type(std::string_view udev_data)
 {
     for (std::string_view line : split(udev_data, '\n')) {

@@ -94,6 +94,11 @@ WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
 // Fills block_device, disk, bdi, removable, rotational. Returns false when it is not a block device.
 bool probe_block_device(unsigned major, unsigned minor, std::string_view sysfs_root, DeviceInfo &info);
 
+// Whether |err| from the destination means its device went away (a pulled stick) rather than failed: ENODEV,
+// ENXIO and ESHUTDOWN always; EIO and ENOTCONN (FUSE) when the disk is gone from |sysfs_root|/block. A device
+// the probe knew no disk of is never called removed on EIO: the error is then the device's own.
+bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root);
+
 // The filesystem type udev recorded for a block device ("E:ID_FS_TYPE=exfat" in /run/udev/data/bMAJ:MIN). Pure.
 std::string parse_udev_fs_type(std::string_view udev_data);
 // The filesystem type libblkid finds on |device| (a block device, or an image file); empty when unknown or

@@ -96,7 +96,8 @@ def case_fifo_in_tree(t):
         f.write("data")
     os.mkdir(f"{t}/out")
     r = run([f"{t}/tree", f"{t}/out"], timeout=20)
-    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    # The rest is copied, but not everything requested is on the device: a script must see that.
+    check(r.returncode == 1, f"exit {r.returncode}: {r.stderr!r}")
     check("skipped" in r.stderr and "FIFO" in r.stderr, f"stderr: {r.stderr!r}")
     check(open(f"{t}/out/tree/file").read() == "data", "file missing")
     check(not os.path.lexists(f"{t}/out/tree/pipe"), "the FIFO was recreated")
@@ -223,6 +224,11 @@ def case_help(t):
     check("Exit codes:" in r.stdout, "no exit codes in --help")
     for noise in ("TEXT", "REQUIRED", "Excludes"):
         check(noise not in r.stdout, f"--help shows parser noise {noise!r}: {r.stdout!r}")
+    r = run(["--probe", "/"])
+    check(r.returncode == 0, f"--probe exit {r.returncode}: {r.stderr!r}")
+    dev = json.loads(r.stdout)
+    check(dev["type"] == "device" and dev["mount_point"] == "/" and dev["fs_type"], f"--probe /: {dev}")
+    check(run(["--probe", "/", "extra"]).returncode == 2, "--probe with paths is a usage error")
     r = run(["--version"])
     check(r.returncode == 0 and r.stdout.startswith("sanecp "), f"--version: {r.returncode} {r.stdout!r}")
 

@@ -389,6 +389,24 @@ TEST_CASE("probe_block_device: a USB stick's partition resolves to its disk and 
     CHECK(info.rotational); // usb-storage reports sticks as rotational
 }
 
+TEST_CASE("device_removed: a pulled stick, told from a failing one", "[device_probe]")
+{
+    DeviceInfo present;
+    REQUIRE(probe_block_device(8, 17, kSysfs, present));
+    DeviceInfo gone = present;
+    gone.disk = "sdz"; // what the same probe says once the kernel has dropped the disk
+    const DeviceInfo unknown;
+
+    for (int err : {ENODEV, ENXIO, ESHUTDOWN})
+        CHECK(device_removed(err, present, kSysfs));
+    // EIO is the device's own failure while its disk is still there, a removal once it is gone.
+    CHECK_FALSE(device_removed(EIO, present, kSysfs));
+    CHECK(device_removed(EIO, gone, kSysfs));
+    CHECK(device_removed(ENOTCONN, gone, kSysfs));
+    CHECK_FALSE(device_removed(EIO, unknown, kSysfs));
+    CHECK_FALSE(device_removed(ENOSPC, gone, kSysfs));
+}
+
 TEST_CASE("probe_block_device: an NVMe partition takes the disk's BDI, whatever its minor", "[device_probe]")
 {
     DeviceInfo info;

@@ -135,6 +135,9 @@ TEST_CASE("folder to folder: FIFOs and sockets are skipped with a message and ne
     ::close(sock);
     CHECK(run.summary.ok());
     CHECK(run.count(JobEvent::Kind::Skipped) == 2);
+    // Nothing failed, but two requested entries are not on the device: not complete.
+    CHECK(run.summary.files_refused == 2);
+    CHECK_FALSE(run.summary.complete());
     CHECK(run.first(JobEvent::Kind::Skipped)->message.find("FIFO") != std::string::npos);
     CHECK(std::find(opened.begin(), opened.end(), "pipe") == opened.end());
     CHECK(std::find(opened.begin(), opened.end(), "sock") == opened.end());
@@ -192,6 +195,42 @@ TEST_CASE("folder to folder: a failed batch sync publishes none of the batch's f
     CHECK_FALSE(run.summary.ok());
     CHECK(run.count(JobEvent::Kind::FileDone) == 0);
     CHECK(list_tree(t / "out") == ".\tdir\ntree\tdir\n");
+}
+
+TEST_CASE("folder to folder: a device gone mid-copy (ENODEV) is reported as removed, once, and ends the job")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    for (int f = 0; f < 4; ++f)
+        write_pattern_file(t / ("tree/big" + std::to_string(f)), 4 << 20, unsigned(f));
+    mkdir_p(t / "out");
+    FaultSyscalls fs;
+    fs.data_errno = ENODEV;
+    fs.fail_after_bytes = 6 << 20;
+    ScopedSyscalls seam(fs);
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    CHECK(run.summary.aborted);
+    CHECK(run.summary.device_removed);
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->message.find("the device was removed") != std::string::npos);
+    CHECK(run.count(JobEvent::Kind::Error) == 1); // no further file is tried, no final sync is reported
+}
+
+TEST_CASE("folder to folder: skips the conflict policy asked for leave the job complete")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    write_text_file(t / "tree/a", "new");
+    mkdir_p(t / "out");
+    mkdir_p(t / "out/tree");
+    write_text_file(t / "out/tree/a", "old");
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.conflict = ConflictPolicy::Skip;
+    JobRun run = run_job(spec);
+    CHECK(run.count(JobEvent::Kind::Skipped) == 1);
+    CHECK(run.summary.files_refused == 0);
+    CHECK(run.summary.complete());
+    CHECK(read_file(t / "out/tree/a") == "old");
 }
 
 TEST_CASE("folder to folder: copying into an existing folder of the same name merges")
