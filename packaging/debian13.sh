@@ -6,6 +6,9 @@
 #                                      there (stick and kioclient tests included, none may be skipped), then
 #                                      installs the .deb that CPack made into a clean Debian 13 root and copies
 #                                      through the installed worker.
+#   debian13.sh usb [NAME,NAME]        builds, then boots Debian 13's kernel under qemu with an emulated, throttled
+#                                      USB stick and runs tests/vm/'s scenarios there (all, or the named ones);
+#                                      `packaging/dev.sh test-usb`.
 #   debian13.sh root                   only makes (or refreshes) the cached roots; prints the build root's path.
 #   debian13.sh shell                  a shell in the build root, with the checkout at /src.
 #   debian13.sh dolphin-screenshot PNG Dolphin 25.04 under Xvfb in the build root, with the context menu of a
@@ -17,6 +20,8 @@
 #   root/      base plus the build and test packages below; refreshed when that list changes
 #   archives/  apt's downloaded .debs, shared by both roots, so a warm run downloads nothing
 #   ccache/    the compiler cache of builds in root/ (a fresh clone has new mtimes; ccache looks at content)
+#   vmroot/    base plus a kernel, the filesystem tools and the .deb built here: the USB test guest's root
+#   vm/        the guest's packed root image, its stick image and the last run's console log
 # The mirror is the host's own Debian mirror, read from its apt sources at run time. The host's apt
 # configuration is never written: each root has its own sources.list.
 set -euo pipefail
@@ -38,6 +43,10 @@ packages=(
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker.
 deb_test_packages=(kde-cli-tools)
+# The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
+# filesystems' tools, and what the scenarios run.
+vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
+             python3 diffutils kde-cli-tools)
 
 die() { echo "debian13: $*" >&2; exit 1; }
 log() { echo "== debian13: $*"; }
@@ -176,8 +185,12 @@ prepare() {
 }
 
 ctest_summary=""
-build_and_test() {
-    local r=$cache/root
+build_and_test() { # build_and_test [--no-ctest] [ctest options]
+    local r=$cache/root with_ctest=1
+    if [ "${1:-}" = --no-ctest ]; then
+        with_ctest=0
+        shift
+    fi
     enter "$r"
     bind "$here" "$r/src" ro
     mkdir -p "$cache/ccache"
@@ -186,8 +199,9 @@ build_and_test() {
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake --build /build
-    log "running every test (ctest) in the Debian 13 root"
     local out=$cache/ctest.log rc=0
+    if [ "$with_ctest" -eq 1 ]; then
+    log "running every test (ctest) in the Debian 13 root"
     # XDG_RUNTIME_DIR: Qt and KIO want one; each kioclient test makes its own below /var/tmp anyway.
     in_root "$r" bash -c 'mkdir -p -m 700 /run/user/0 && cd /build && XDG_RUNTIME_DIR=/run/user/0 \
         ctest --output-on-failure -j"$(nproc)" "$@"' ctest "$@" 2>&1 | tee "$out" || rc=$?
@@ -196,6 +210,7 @@ build_and_test() {
         echo "debian13: tests were skipped; on Debian 13 every test must run:" >&2
         sed -n '/^The following tests did not run:/,/^$/p' "$out" >&2
         rc=1
+    fi
     fi
     log "packing the .deb"
     rm -rf "$cache/deb"
@@ -279,7 +294,67 @@ SH
     echo "$out"
 }
 
+# The guest's root: base, the packages above, and this build's .deb (reinstalled every run), packed into an
+# ext4 image with room for the scenarios' sources.
+make_vm_image() {
+    local v=$cache/vmroot want have=""
+    want=$(printf '%s\n' "${vm_packages[@]}" | sort | sha256sum | cut -c1-16)
+    [ -f "$v/.sanecopy-packages" ] && have=$(cat "$v/.sanecopy-packages")
+    if [ "$want" != "$have" ]; then
+        if [ ! -d "$v" ]; then
+            cp -a "$cache/base" "$v.new"
+            mv "$v.new" "$v"
+        fi
+        check_mirror "$(host_mirror)"
+        log "installing the guest's kernel and tools in the VM root"
+        enter "$v"
+        in_root "$v" apt-get -q update >/dev/null
+        in_root "$v" apt-get -q install -y --no-install-recommends "${vm_packages[@]}" >"$cache/vm-apt.log" 2>&1 ||
+            { tail -n 30 "$cache/vm-apt.log" >&2; leave; die "apt-get install in the VM root failed"; }
+        leave
+        echo "$want" >"$v/.sanecopy-packages"
+    fi
+    log "installing this build's .deb in the VM root"
+    enter "$v"
+    cp "$cache"/deb/sanecopy_*.deb "$v/tmp/"
+    in_root "$v" bash -c 'apt-get -q install -y --no-install-recommends --reinstall /tmp/sanecopy_*.deb' \
+        >"$cache/vm-deb.log" 2>&1 || { tail -n 30 "$cache/vm-deb.log" >&2; leave; die "the .deb does not install in the VM root"; }
+    rm -f "$v"/tmp/sanecopy_*.deb
+    leave
+    rm -rf "$v/sanecopy-vm"
+    mkdir -p "$v/sanecopy-vm" "$cache/vm"
+    cp "$here/tests/vm/init.sh" "$here/tests/vm/guest.py" "$v/sanecopy-vm/"
+    chmod 755 "$v/sanecopy-vm/init.sh"
+    local size
+    size=$(du -sm --one-file-system "$v" | cut -f1)
+    rm -f "$cache/vm/rootfs.img"
+    truncate -s "$((size + 1536))M" "$cache/vm/rootfs.img"
+    mkfs.ext4 -q -F -d "$v" -L sanecopy-vm "$cache/vm/rootfs.img"
+}
+
+usb_test() {
+    command -v qemu-system-x86_64 >/dev/null || {
+        log "installing qemu on the host"
+        apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends qemu-system-x86 >/dev/null
+    }
+    make_vm_image
+    local kernel initrd
+    kernel=$(ls "$cache"/vmroot/boot/vmlinuz-* | sort -V | tail -n 1)
+    initrd=$(ls "$cache"/vmroot/boot/initrd.img-* | sort -V | tail -n 1)
+    python3 "$here/tests/vm/run.py" --kernel "$kernel" --initrd "$initrd" --rootfs "$cache/vm/rootfs.img" \
+        --work "$cache/vm" --only "${1:-}"
+}
+
 case "$mode" in
+usb)
+    start=$SECONDS
+    prepare
+    build_and_test --no-ctest
+    rc=0
+    usb_test "$@" || rc=$?
+    echo "== debian13: USB VM suite: $((SECONDS - start)) s"
+    exit "$rc"
+    ;;
 dolphin-screenshot)
     [ $# -eq 1 ] || die "usage: $0 dolphin-screenshot OUT.png"
     prepare

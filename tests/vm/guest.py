@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The USB stick scenarios, run inside the test guest (tests/vm/run.py boots it) as root, on a qemu usb-storage
+stick throttled like a cheap one and mounted with the kernel's own vfat, exfat, ntfs3 and ext4 drivers.
+
+Prints TAP on stdout (the serial console). Lines "@@SANECOPY PULL@@" and "@@SANECOPY PLUG@@" ask the host to pull
+the stick out (QMP device_del) or plug it back in. Which scenarios run comes from the kernel command line,
+sanecopy.only=NAME,NAME (default: all).
+
+Times are side by side in one run, so ratios count, not seconds: the emulation is slow, the stick is slower.
+"""
+import filecmp
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+MiB = 1 << 20
+DEV = "/dev/sda"
+MNT = "/mnt/stick"
+WORK = "/var/tmp/sanecopy-vm"
+BIG = 120 * MiB
+SMALL_FILES = 2000
+DIRTY_BOUND = 32 * MiB
+# How far durable_bytes may run ahead of what the device has taken: one chunk (0.25 s of device time at most,
+# under 4 MiB on this stick) plus the filesystem's own accounting.
+AHEAD_SLACK = 4 * MiB
+# Ratio bounds: against the better of dd oflag=direct and cp + sync; small files against cp -r + sync.
+BIG_RATIO = 1.0
+SMALL_RATIO = 0.7
+
+FILESYSTEMS = {
+    "vfat": (["mkfs.vfat", "-F", "32", "-I", "-n", "STICK"], "vfat"),
+    "exfat": (["mkfs.exfat", "-L", "STICK"], "exfat"),
+    "ntfs3": (["mkfs.ntfs", "-Q", "-F", "-L", "STICK"], "ntfs3"),
+    "ext4": (["mkfs.ext4", "-q", "-F", "-L", "STICK"], "ext4"),
+}
+
+_count = 0
+_failed = 0
+
+
+def tap(ok, what, detail=""):
+    global _count, _failed
+    _count += 1
+    if not ok:
+        _failed += 1
+    print(f"{'ok' if ok else 'not ok'} {_count} - {what}{(' # ' + detail) if detail else ''}", flush=True)
+    return ok
+
+
+def diag(text):
+    for line in str(text).splitlines() or [""]:
+        print(f"# {line}", flush=True)
+
+
+def run(cmd, check=True, **kw):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def bdi_stats():
+    """The stick's writeback counters in bytes: dirty, writeback, written (debugfs BDI stats)."""
+    try:
+        majmin = open("/sys/block/sda/dev").read().strip()
+        text = open(f"/sys/kernel/debug/bdi/{majmin}/stats").read()
+    except OSError:
+        return None
+    out = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            out[key.strip()] = int(parts[0]) * (1024 if len(parts) > 1 and parts[1] == "kB" else 1)
+    return out
+
+
+def in_flight():
+    s = bdi_stats() or {}
+    return s.get("BdiReclaimable", 0) + s.get("BdiWriteback", 0)
+
+
+def written():
+    return (bdi_stats() or {}).get("BdiWritten", 0)
+
+
+class Sampler:
+    """The peak of the stick's dirty + writeback bytes while a tool runs."""
+
+    def __init__(self):
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, in_flight())
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3")
+
+
+def unmount():
+    if os.path.ismount(MNT):
+        run(["umount", MNT], check=False)
+        if os.path.ismount(MNT):
+            run(["umount", "-l", MNT], check=False)
+
+
+def fresh_stick(fs):
+    unmount()
+    mkfs, mtype = FILESYSTEMS[fs]
+    run(mkfs + [DEV])
+    os.makedirs(MNT, exist_ok=True)
+    run(["mount", "-t", mtype, DEV, MNT])
+
+
+def make_file(path, size, seed):
+    rnd = random.Random(seed)
+    block = rnd.randbytes(MiB)
+    with open(path, "wb") as f:
+        for i in range(size // MiB):
+            f.write(block[i % 7:] + block[: i % 7])
+    return path
+
+
+def durable_wait():
+    """Until the stick has nothing dirty or under writeback (what `sync` promises for it)."""
+    run(["sync", "-f", MNT])
+    deadline = time.monotonic() + 120
+    while in_flight() > 64 * 1024 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def timed(cmd):
+    """Time to durable of a plain tool: its run plus a sync of the stick."""
+    drop_caches()
+    t0 = time.monotonic()
+    with Sampler() as s:
+        run(cmd)
+        returned = time.monotonic() - t0
+        durable_wait()
+    return time.monotonic() - t0, returned, s.peak
+
+
+def sanecp(args, expect_rc=0):
+    """Runs sanecp --json; checks at each progress record that durable_bytes is not ahead of what the device
+    has taken. Returns (rc, seconds, peak in flight, worst lead, left in flight at exit, records, stderr)."""
+    drop_caches()
+    base = written()
+    worst = -1 << 62
+    records = []
+    t0 = time.monotonic()
+    with Sampler() as s:
+        p = subprocess.Popen(["sanecp", "--json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace")
+        err = []
+        t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+        t.start()
+        for line in p.stdout:
+            rec = json.loads(line)
+            records.append(rec)
+            if rec.get("type") == "progress":
+                worst = max(worst, rec["durable_bytes"] - (written() - base))
+        rc = p.wait()
+        seconds = time.monotonic() - t0
+        left = in_flight()
+        t.join()
+    return rc, seconds, s.peak, worst, left, records, "".join(err)
+
+
+def clear_stick():
+    for name in os.listdir(MNT):
+        path = os.path.join(MNT, name)
+        if name in ("lost+found", "System Volume Information", "$RECYCLE.BIN"):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    durable_wait()
+
+
+# --- scenarios ---------------------------------------------------------------------------------------------
+
+def scenario_big(fs):
+    """One big file: sanecp against dd oflag=direct and cp + sync, on the same stick in the same run."""
+    src = os.path.join(WORK, "big.bin")
+    if not os.path.exists(src):
+        make_file(src, BIG, 1)
+    fresh_stick(fs)
+    dd, _, dd_peak = timed(["dd", f"if={src}", f"of={MNT}/dd.bin", "bs=4M", "oflag=direct", "status=none"])
+    clear_stick()
+    cp, cp_ret, cp_peak = timed(["cp", src, f"{MNT}/cp.bin"])
+    clear_stick()
+    rc, secs, peak, ahead, left, records, err = sanecp([src, MNT + "/"])
+    best = min(dd, cp)
+    diag(f"{fs}: {BIG // MiB} MiB: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s (returned {cp_ret:.2f} s, "
+         f"peak {cp_peak / MiB:.1f} MiB), sanecp {secs:.2f} s = {secs / best:.3f}x the better, "
+         f"peak {peak / MiB:.1f} MiB, lead {ahead / MiB:+.1f} MiB, left {left / 1024:.0f} KiB")
+    tap(rc == 0, f"{fs}: big file: sanecp exits 0", err.strip()[:200])
+    tap(filecmp.cmp(src, f"{MNT}/big.bin", shallow=False), f"{fs}: big file: byte-identical on the stick")
+    tap(secs <= BIG_RATIO * best, f"{fs}: big file: time to durable <= {BIG_RATIO}x the better of dd and cp + sync",
+        f"{secs:.2f} s against {best:.2f} s")
+    tap(peak <= DIRTY_BOUND, f"{fs}: big file: peak dirty + writeback <= 32 MiB", f"{peak / MiB:.1f} MiB")
+    tap(ahead <= AHEAD_SLACK, f"{fs}: big file: durable_bytes never ahead of the device's BdiWritten",
+        f"worst {ahead / MiB:+.1f} MiB over {sum(r.get('type') == 'progress' for r in records)} records")
+    tap(left <= 1 * MiB, f"{fs}: big file: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
+    return {"fs": fs, "dd": dd, "cp": cp, "sanecp": secs, "ratio": secs / best, "peak": peak, "cp_peak": cp_peak}
+
+
+def make_tree(root, count, seed):
+    rnd = random.Random(seed)
+    for i in range(count):
+        d = os.path.join(root, f"d{i % 20:02d}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{i:04d}.dat"), "wb") as f:
+            f.write(rnd.randbytes(rnd.randint(512, 32 * 1024)))
+
+
+def scenario_small(fs):
+    """2000 small files: sanecp against cp -r + sync."""
+    tree = os.path.join(WORK, "tree")
+    if not os.path.exists(tree):
+        make_tree(tree, SMALL_FILES, 2)
+    fresh_stick(fs)
+    cp, _, cp_peak = timed(["cp", "-r", tree, f"{MNT}/cp"])
+    clear_stick()
+    rc, secs, peak, ahead, left, _, err = sanecp([tree, MNT + "/"])
+    diag(f"{fs}: {SMALL_FILES} small files: cp -r + sync {cp:.2f} s (peak {cp_peak / MiB:.1f} MiB), "
+         f"sanecp {secs:.2f} s = {secs / cp:.3f}x, peak {peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB")
+    tap(rc == 0, f"{fs}: small files: sanecp exits 0", err.strip()[:200])
+    same = run(["diff", "-r", tree, f"{MNT}/tree"], check=False).returncode == 0
+    tap(same, f"{fs}: small files: every file identical")
+    tap(secs <= SMALL_RATIO * cp, f"{fs}: small files: <= {SMALL_RATIO}x cp -r + sync", f"{secs / cp:.3f}x")
+    tap(left <= 1 * MiB, f"{fs}: small files: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
+    return {"fs": fs, "cp": cp, "sanecp": secs, "ratio": secs / cp, "peak": peak}
+
+
+def scenario_probe():
+    """What the engine's device probe finds on a real USB stick, and FAT32's rules before the first byte."""
+    fresh_stick("vfat")
+    p = run(["sanecp", "--probe", MNT], check=False)
+    dev = json.loads(p.stdout) if p.returncode == 0 else {}
+    diag(f"probe: {p.stdout.strip()}")
+    sysfs = os.path.realpath("/sys/block/sda")
+    tap("/usb" in sysfs, "probe: the stick sits on a USB bus", sysfs)
+    tap(dev.get("removable") is True, "probe: removable")
+    tap(dev.get("fs_type") == "vfat" and dev.get("max_file_size") == (4 << 30) - 1,
+        "probe: vfat from the kernel, 4 GiB - 1 per file", f"{dev.get('fs_type')} {dev.get('max_file_size')}")
+    tap(dev.get("disk") == "sda" and dev.get("writeback") == "windows", "probe: the disk's own BDI, writeback windows")
+
+    huge = os.path.join(WORK, "huge.iso")
+    with open(huge, "wb") as f:
+        f.truncate(4608 * MiB)  # sparse: nothing to read, and it must not be tried anyway
+    odd = os.path.join(WORK, "what?.txt")
+    with open(odd, "w") as f:
+        f.write("q")
+    before = written()
+    p = run(["sanecp", huge, odd, MNT + "/"], check=False)
+    diag(p.stderr.strip())
+    tap(p.returncode == 1, "FAT32: a 4.5 GiB file and a refused name make sanecp exit 1", f"exit {p.returncode}")
+    tap("larger than" in p.stderr and "huge.iso" in p.stderr, "FAT32: the 4.5 GiB file is refused up front")
+    tap("'?'" in p.stderr, "FAT32: the name with '?' is reported")
+    tap(os.listdir(MNT) == [] and written() - before < 1 * MiB, "FAT32: nothing was written for them",
+        f"{os.listdir(MNT)}, {(written() - before) / 1024:.0f} KiB written")
+    os.unlink(huge)
+
+
+def d_state():
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if fields[0] == "D":
+                out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def wait_for(cond, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def fsck(fs):
+    tool = {"vfat": ["fsck.vfat", "-n"], "exfat": ["fsck.exfat", "-n"], "ntfs3": ["ntfsfix", "-n"],
+            "ext4": ["fsck.ext4", "-n"]}[fs]
+    p = run(tool + [DEV], check=False)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def scenario_pull(fs):
+    """The stick pulled out mid-copy: sanecp stops within 3 s, says the device was removed, exits 1, nothing
+    hangs; plugged back in, the same command finishes and the file is byte-identical."""
+    src = os.path.join(WORK, "big.bin")
+    if not os.path.exists(src):
+        make_file(src, BIG, 1)
+    fresh_stick(fs)
+    drop_caches()
+    p = subprocess.Popen(["sanecp", "--json", src, MNT + "/"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, errors="replace")
+    durable = 0
+    for line in p.stdout:
+        rec = json.loads(line)
+        if rec.get("type") == "progress":
+            durable = rec["durable_bytes"]
+            if durable >= 30 * MiB:
+                break
+    print("@@SANECOPY PULL@@", flush=True)
+    tap(wait_for(lambda: not os.path.exists("/sys/block/sda"), 20), f"{fs}: pull: the kernel saw the stick go")
+    gone = time.monotonic()
+    out, err = p.communicate(timeout=60)
+    stopped = time.monotonic() - gone
+    diag(f"{fs}: pulled at {durable / MiB:.0f} MiB durable; sanecp ended {stopped:.2f} s later, exit {p.returncode}")
+    diag(err.strip())
+    tap(stopped <= 3.0, f"{fs}: pull: sanecp stops within 3 s", f"{stopped:.2f} s")
+    tap(p.returncode == 1, f"{fs}: pull: exit code 1", f"exit {p.returncode}")
+    tap("device was removed" in err, f"{fs}: pull: the message says the device was removed")
+    time.sleep(1)
+    tap(not d_state(), f"{fs}: pull: no process left in D state", " ".join(d_state()))
+    unmount()
+
+    print("@@SANECOPY PLUG@@", flush=True)
+    back = wait_for(lambda: os.path.exists("/sys/block/sda") and os.path.exists(DEV), 60)
+    tap(back, f"{fs}: plug: the stick is back as {DEV}")
+    if not back:
+        return
+    time.sleep(1)
+    rc, text = fsck(fs)
+    diag(f"{fs}: fsck -n after the pull: exit {rc}")
+    diag(text[-1500:])
+    tap(True, f"{fs}: fsck -n after the pull ran", f"exit {rc}; findings above")
+    run(["mount", "-t", FILESYSTEMS[fs][1], DEV, MNT])
+    stale = [n for n in os.listdir(MNT) if n.endswith(".part")]
+    diag(f"{fs}: on the stick after replugging: {os.listdir(MNT)}")
+    tap(not os.path.exists(f"{MNT}/big.bin") or filecmp.cmp(src, f"{MNT}/big.bin", shallow=False),
+        f"{fs}: plug: no half file under the real name", f"part files: {stale}")
+    rc, secs, _, _, _, _, err = sanecp([src, MNT + "/"])
+    tap(rc == 0, f"{fs}: plug: the same command again exits 0", err.strip()[:200])
+    tap(filecmp.cmp(src, f"{MNT}/big.bin", shallow=False), f"{fs}: plug: the file is byte-identical")
+    tap(not [n for n in os.listdir(MNT) if n.startswith(".") and n.endswith(".part")],
+        f"{fs}: plug: no part file left")
+    diag(f"{fs}: the rerun took {secs:.2f} s")
+
+
+def scenario_kio():
+    """kioclient copies through the KF6 worker onto the kernel's vfat."""
+    src = os.path.join(WORK, "kio.bin")
+    make_file(src, 24 * MiB, 3)
+    fresh_stick("vfat")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_RUNTIME_DIR="/run/sanecopy-kio")
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    drop_caches()
+    t0 = time.monotonic()
+    with Sampler() as s:
+        p = run(["kioclient", "--noninteractive", "copy", f"file://{src}", f"sanecopy://{MNT}/kio.bin"], check=False,
+                env=env, timeout=300)
+        secs = time.monotonic() - t0
+        left = in_flight()
+    diag(f"kio: kioclient copy {secs:.2f} s, peak {s.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB")
+    tap(p.returncode == 0, "kio: kioclient copy through sanecopy:/ onto vfat exits 0", p.stderr.strip()[-300:])
+    tap(os.path.exists(f"{MNT}/kio.bin") and filecmp.cmp(src, f"{MNT}/kio.bin", shallow=False),
+        "kio: byte-identical on the stick")
+    tap(left <= 1 * MiB, "kio: nothing dirty on the stick when kioclient returns", f"{left / 1024:.0f} KiB")
+
+
+def main():
+    only = None
+    for arg in open("/proc/cmdline").read().split():
+        if arg.startswith("sanecopy.only="):
+            only = set(arg.split("=", 1)[1].split(","))
+    want = lambda name: only is None or name in only  # noqa: E731
+    os.makedirs(WORK, exist_ok=True)
+    if not wait_for(lambda: os.path.exists(DEV), 30):
+        tap(False, f"the USB stick appears as {DEV}")
+        return 1
+    diag(f"kernel {os.uname().release}; stick {os.path.realpath('/sys/block/sda')}")
+    big, small = [], []
+    steps = []
+    steps += [(f"big-{fs}", lambda fs=fs: big.append(scenario_big(fs))) for fs in FILESYSTEMS]
+    steps += [(f"small-{fs}", lambda fs=fs: small.append(scenario_small(fs))) for fs in ("vfat", "ext4")]
+    steps += [("probe", scenario_probe), ("kio", scenario_kio)]
+    steps += [(f"pull-{fs}", lambda fs=fs: scenario_pull(fs)) for fs in ("vfat", "exfat")]
+    for name, step in steps:
+        if not want(name):
+            continue
+        diag(f"--- {name}")
+        try:
+            step()
+        except Exception as e:  # a scenario that breaks is a failure with its reason, and the rest still runs
+            tap(False, f"{name}: ran to its end", f"{type(e).__name__}: {e}")
+    # The tables for docs/: one JSON line the host picks up.
+    print("@@SANECOPY TABLE " + json.dumps({"big": big, "small": small}) + "@@", flush=True)
+    print(f"1..{_count}", flush=True)
+    return 1 if _failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Boots the USB test guest and runs tests/vm/guest.py's scenarios in it (packaging/dev.sh test-usb calls this
+after it made the guest's root image).
+
+    run.py --kernel VMLINUZ --initrd INITRD --rootfs ROOTFS.img --work DIR [--only NAME,NAME]
+
+The guest is Debian 13's kernel under qemu's software emulation (KVM does not work here), with a usb-storage stick
+on an xHCI controller, throttled to 10 MB/s and 300 write IOPS after the guest's scheduler merged its requests,
+as a cheap stick counts them. The guest asks over the serial console for the stick to be pulled out or plugged
+back in; this runner does it through QMP. Prints the guest's TAP and a closing "N passed, N failed" line; on a
+failure it keeps the whole console log in DIR and says where.
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+STICK_MIB = 1024
+WRITE_BPS = 10_000_000
+WRITE_IOPS = 300
+SILENCE_LIMIT = 420   # seconds without a console line: the guest hangs
+TOTAL_LIMIT = 1500
+
+
+class Qmp:
+    def __init__(self, path, timeout=30):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.file = self.sock.makefile("rw")
+        json.loads(self.file.readline())  # the greeting
+        self.execute("qmp_capabilities")
+
+    def execute(self, command, **arguments):
+        msg = {"execute": command}
+        if arguments:
+            msg["arguments"] = arguments
+        self.file.write(json.dumps(msg) + "\n")
+        self.file.flush()
+        while True:
+            reply = json.loads(self.file.readline())
+            if "event" in reply:
+                continue
+            if "error" in reply:
+                raise RuntimeError(f"QMP {command}: {reply['error']}")
+            return reply.get("return")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--initrd", required=True)
+    ap.add_argument("--rootfs", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+
+    os.makedirs(a.work, exist_ok=True)
+    stick = os.path.join(a.work, "stick.img")
+    with open(stick, "wb") as f:  # a new, empty stick every run; the guest formats it per scenario
+        f.truncate(STICK_MIB << 20)
+    qmp_path = os.path.join(a.work, "qmp.sock")
+    if os.path.exists(qmp_path):
+        os.unlink(qmp_path)
+    console_path = os.path.join(a.work, "console.log")
+
+    append = "root=/dev/vda rw console=ttyS0 init=/sanecopy-vm/init.sh panic=-1 quiet loglevel=3"
+    if a.only:
+        append += f" sanecopy.only={a.only}"
+    cmd = [
+        "qemu-system-x86_64", "-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "2048",
+        "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
+        "-kernel", a.kernel, "-initrd", a.initrd, "-append", append,
+        "-drive", f"file={a.rootfs},if=virtio,format=raw,cache=unsafe",
+        "-device", "qemu-xhci,id=xhci",
+        "-drive", f"file={stick},if=none,id=stick,format=raw,cache=none,aio=native,"
+                  f"throttling.bps-write={WRITE_BPS},throttling.iops-write={WRITE_IOPS}",
+        "-device", "usb-storage,bus=xhci.0,drive=stick,id=stickdev,removable=on",
+        "-qmp", f"unix:{qmp_path},server=on,wait=off",
+    ]
+    print(f"# booting the guest: kernel {os.path.basename(a.kernel)}, stick {WRITE_BPS / 1e6:.0f} MB/s, "
+          f"{WRITE_IOPS} write IOPS", flush=True)
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    qmp = None
+    plugs = 0
+    passed = failed = 0
+    table = None
+    end_seen = False
+    os.set_blocking(proc.stdout.fileno(), False)
+    buf = b""
+    last_line = time.monotonic()
+    with open(console_path, "w", errors="replace") as console:
+        try:
+            while True:
+                chunk = proc.stdout.read()
+                if chunk:
+                    buf += chunk
+                    last_line = time.monotonic()
+                elif proc.poll() is not None:
+                    break
+                else:
+                    if time.monotonic() - last_line > SILENCE_LIMIT:
+                        print(f"not ok - the guest said nothing for {SILENCE_LIMIT} s", flush=True)
+                        failed += 1
+                        break
+                    if time.monotonic() - start > TOTAL_LIMIT:
+                        print(f"not ok - the guest ran over {TOTAL_LIMIT} s", flush=True)
+                        failed += 1
+                        break
+                    time.sleep(0.05)
+                    continue
+                while b"\n" in buf:
+                    raw, buf = buf.split(b"\n", 1)
+                    line = raw.decode("utf-8", "replace").rstrip("\r")
+                    console.write(line + "\n")
+                    console.flush()
+                    if line.startswith("@@SANECOPY PULL@@"):
+                        qmp = qmp or Qmp(qmp_path)
+                        qmp.execute("device_del", id="stickdev" if plugs == 0 else f"stickdev{plugs}")
+                        print("# host: stick pulled out (QMP device_del)", flush=True)
+                    elif line.startswith("@@SANECOPY PLUG@@"):
+                        qmp = qmp or Qmp(qmp_path)
+                        plugs += 1
+                        # The -drive backend went with the device: a new node for the same image.
+                        qmp.execute("blockdev-add", **{"driver": "raw", "node-name": f"stick{plugs}",
+                                                       "file": {"driver": "file", "filename": stick}})
+                        qmp.execute("device_add", driver="usb-storage", bus="xhci.0", drive=f"stick{plugs}",
+                                    id=f"stickdev{plugs}", removable=True)
+                        print("# host: stick plugged back in (QMP blockdev-add, device_add)", flush=True)
+                    elif line.startswith("@@SANECOPY TABLE "):
+                        table = json.loads(line[len("@@SANECOPY TABLE "):-2])
+                    elif line.startswith("@@SANECOPY END"):
+                        end_seen = True
+                    elif re.match(r"^(not )?ok \d+", line) or line.startswith("#") or line.startswith("1.."):
+                        print(line, flush=True)
+                        if line.startswith("ok "):
+                            passed += 1
+                        elif line.startswith("not ok "):
+                            failed += 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    if not end_seen:
+        print("not ok - the guest ended before its scenarios did", flush=True)
+        failed += 1
+    if table is not None:
+        with open(os.path.join(a.work, "table.json"), "w") as f:
+            json.dump(table, f, indent=1)
+    print(f"# guest run: {time.monotonic() - start:.0f} s", flush=True)
+    if failed:
+        print(f"# the guest's console log: {console_path}", flush=True)
+    print(f"usb-vm: {passed} passed, {failed} failed", flush=True)
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
