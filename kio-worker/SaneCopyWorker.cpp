@@ -547,6 +547,9 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
     if (!outcome.firstProblem)
         return KIO::WorkerResult::fail(KIO::ERR_CANNOT_WRITE, displayPath(*to));
     const sanecopy::JobEvent &problem = *outcome.firstProblem;
+    // A pulled stick: KIO's own templates ("Could not write to file %1") would hide what happened.
+    if (outcome.summary.device_removed)
+        return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED, QString::fromStdString(problem.message));
     if (problem.kind == sanecopy::JobEvent::Kind::Skipped)
         return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED, QString::fromStdString(problem.message));
     const sanecopy::Status &s = problem.status;

@@ -59,6 +59,24 @@ class Qmp:
             return reply.get("return")
 
 
+def print_tables(table):
+    """The run's figures as the Markdown tables docs/usb-vm.md keeps, as TAP comments."""
+    mib = 1 << 20
+    if table.get("big"):
+        print("# | fs | dd oflag=direct | cp + sync | sanecp | sanecp / better | sanecp peak dirty | cp peak dirty |")
+        print("# |---|---|---|---|---|---|---|")
+        for r in table["big"]:
+            print(f"# | {r['fs']} | {r['dd']:.2f} s | {r['cp']:.2f} s | {r['sanecp']:.2f} s | {r['ratio']:.3f}x | "
+                  f"{r['peak'] / mib:.1f} MiB | {r['cp_peak'] / mib:.1f} MiB |")
+    if table.get("small"):
+        print("# | fs | cp -r + sync | sanecp | sanecp / cp | sanecp peak dirty |")
+        print("# |---|---|---|---|---|")
+        for r in table["small"]:
+            print(f"# | {r['fs']} | {r['cp']:.2f} s | {r['sanecp']:.2f} s | {r['ratio']:.3f}x | "
+                  f"{r['peak'] / mib:.1f} MiB |")
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", required=True)
@@ -70,8 +88,11 @@ def main():
 
     os.makedirs(a.work, exist_ok=True)
     stick = os.path.join(a.work, "stick.img")
-    with open(stick, "wb") as f:  # a new, empty stick every run; the guest formats it per scenario
-        f.truncate(STICK_MIB << 20)
+    # A new stick every run; the guest formats it per scenario. Allocated up front: qemu's aio=native turns a
+    # write into a not yet allocated part of a sparse image into a slow synchronous one on the host, which made
+    # whichever tool first wrote a region look ten times slower than the stick.
+    with open(stick, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, STICK_MIB << 20)
     qmp_path = os.path.join(a.work, "qmp.sock")
     if os.path.exists(qmp_path):
         os.unlink(qmp_path)
@@ -98,6 +119,7 @@ def main():
     qmp = None
     plugs = 0
     passed = failed = 0
+    todo = []
     table = None
     end_seen = False
     os.set_blocking(proc.stdout.fileno(), False)
@@ -147,7 +169,9 @@ def main():
                         end_seen = True
                     elif re.match(r"^(not )?ok \d+", line) or line.startswith("#") or line.startswith("1.."):
                         print(line, flush=True)
-                        if line.startswith("ok "):
+                        if " # TODO " in line:
+                            todo.append(line)  # a known gap: shown, not counted either way
+                        elif line.startswith("ok "):
                             passed += 1
                         elif line.startswith("not ok "):
                             failed += 1
@@ -161,7 +185,10 @@ def main():
     if table is not None:
         with open(os.path.join(a.work, "table.json"), "w") as f:
             json.dump(table, f, indent=1)
+        print_tables(table)
     print(f"# guest run: {time.monotonic() - start:.0f} s", flush=True)
+    for line in todo:
+        print(f"# known gap, not counted: {line}", flush=True)
     if failed:
         print(f"# the guest's console log: {console_path}", flush=True)
     print(f"usb-vm: {passed} passed, {failed} failed", flush=True)
