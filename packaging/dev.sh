@@ -25,7 +25,7 @@ fi
 # What the build, the tests and the benchmark need, with --no-install-recommends. libqt6opengl6-dev is only
 # recommended by qt6-base-dev, yet Qt6's CMake configs fail without it.
 packages=(
-    g++ cmake ninja-build pkg-config
+    g++ cmake ninja-build pkg-config ccache
     catch2 libcli11-dev libxxhash-dev libblkid-dev
     qt6-base-dev libqt6opengl6-dev fonts-dejavu-core
     extra-cmake-modules libkf5kio-dev kio kde-cli-tools
@@ -57,7 +57,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "== building in $build"
-cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# ccache (its cache in the user's home, outside the checkout): a fresh clone has new mtimes, so without it every
+# clone rebuilds everything.
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build"
 
 case "$mode" in

@@ -29,6 +29,10 @@ DIRTY_BOUND = 32 * MiB
 # How far durable_bytes may run ahead of what the device has taken: one chunk (0.25 s of device time at most,
 # under 4 MiB on this stick) plus the filesystem's own accounting.
 AHEAD_SLACK = 4 * MiB
+# The BDI figures are sums of per-CPU counters, each CPU holding up to 8 * (1 + log2(CPUs)) pages not yet folded
+# in, for each of the two counters: "nothing left" may read as this much (tests/stick/stick.py's STAT_SLACK).
+_CPUS = os.cpu_count() or 1
+STAT_SLACK = 2 * _CPUS * 8 * (1 + _CPUS.bit_length() - 1) * 4096
 # Ratio bounds: against the better of dd oflag=direct and cp + sync; small files against cp -r + sync. One run
 # of each tool, side by side: the same tool varies by up to 3 % between runs on this emulated stick, so the big
 # file's 1.0x is checked with NOISE on top (the table in docs/usb-vm.md shows the plain ratios).
@@ -64,10 +68,10 @@ def tap(ok, what, detail="", todo=""):
 
 
 def run_timed(name, step):
-    """Runs a scenario whose checks compare times, and repeats it once if one of them failed. Now and then the
-    emulated stick stalls for about two minutes in one tool's run (seen under dd and cp + sync alike, with
-    nothing in the guest's kernel log), which says nothing about the tools; both attempts are printed, and the
-    second one's results are the ones that count."""
+    """Runs a scenario whose checks compare times, and repeats it once if one of them failed: under software
+    emulation on a shared machine a single run of a tool is now and then a third slower than its usual (seen once
+    in six runs of the small-file case). Both attempts are printed; the second one's results are the ones that
+    count, so a tool that is really slower still fails."""
     global _held
     for attempt in (1, 2):
         _held = []
@@ -202,11 +206,14 @@ def make_file(path, size, seed):
 
 
 def durable_wait():
-    """Until the stick has nothing dirty or under writeback (what `sync` promises for it)."""
+    """Until the stick has nothing dirty or under writeback (what `sync` promises for it), as far as the BDI
+    counters can tell (STAT_SLACK)."""
     run(["sync", "-f", MNT])
-    deadline = time.monotonic() + 120
-    while in_flight() > 64 * 1024 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while in_flight() > STAT_SLACK and time.monotonic() < deadline:
         time.sleep(0.05)
+    if in_flight() > STAT_SLACK:
+        diag(f"after sync the stick still shows {in_flight() / 1024:.0f} KiB dirty or under writeback")
 
 
 def timed(cmd):
@@ -294,7 +301,7 @@ def scenario_big(fs):
     tap(peak <= DIRTY_BOUND, f"{fs}: big file: peak dirty + writeback <= 32 MiB", f"{peak / MiB:.1f} MiB")
     tap(ahead <= AHEAD_SLACK, f"{fs}: big file: durable_bytes never ahead of the device's BdiWritten",
         f"worst {ahead / MiB:+.1f} MiB over {sum(r.get('type') == 'progress' for r in records)} records")
-    tap(left <= 1 * MiB, f"{fs}: big file: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
+    tap(left <= STAT_SLACK, f"{fs}: big file: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
     return {"fs": fs, "dd": dd, "cp": cp, "sanecp": secs, "ratio": secs / best, "peak": peak, "cp_peak": cp_peak}
 
 
@@ -323,7 +330,7 @@ def scenario_small(fs):
     same = run(["diff", "-r", tree, f"{MNT}/tree"], check=False).returncode == 0
     tap(same, f"{fs}: small files: every file identical")
     tap(secs <= SMALL_RATIO * cp, f"{fs}: small files: <= {SMALL_RATIO}x cp -r + sync", f"{secs / cp:.3f}x")
-    tap(left <= 1 * MiB, f"{fs}: small files: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
+    tap(left <= STAT_SLACK, f"{fs}: small files: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
     return {"fs": fs, "cp": cp, "sanecp": secs, "ratio": secs / cp, "peak": peak}
 
 
@@ -467,7 +474,7 @@ def scenario_kio():
     tap(p.returncode == 0, "kio: kioclient copy through sanecopy:/ onto vfat exits 0", p.stderr.strip()[-300:])
     tap(os.path.exists(f"{MNT}/kio.bin") and filecmp.cmp(src, f"{MNT}/kio.bin", shallow=False),
         "kio: byte-identical on the stick")
-    tap(left <= 1 * MiB, "kio: nothing dirty on the stick when kioclient returns", f"{left / 1024:.0f} KiB")
+    tap(left <= STAT_SLACK, "kio: nothing dirty on the stick when kioclient returns", f"{left / 1024:.0f} KiB")
 
 
 def main():
