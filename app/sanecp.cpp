@@ -91,8 +91,8 @@ public:
         if (summary.device_removed) {
             // Said on any output: a script's log is read after a pulled stick too.
             std::fprintf(stderr, "sanecp: the device was removed before the copy finished. Files reported done "
-                                 "are complete on it; plug it in again and run the same command to finish "
-                                 "(a big file resumes where the device had it).\n");
+                                 "are complete on it; plug it in again and run the same command to copy the "
+                                 "rest.\n");
             return;
         }
         if (!tty_)
