@@ -153,26 +153,28 @@ make_base() {
     mv "$cache/base.new" "$cache/base"
 }
 
-# The build root: base plus the packages above. Its stamp is the package list; a changed list installs what is
-# new (apt is additive), a missing root is copied from base.
-make_root() {
-    local want have=""
-    want=$(printf '%s\n' "${packages[@]}" | sort | sha256sum | cut -c1-16)
-    [ -f "$cache/root/.sanecopy-packages" ] && have=$(cat "$cache/root/.sanecopy-packages")
+# root_with ROOT LOG WHAT PACKAGE...: ROOT is base plus the PACKAGEs. Its stamp is their list: a changed list
+# installs what is new (apt is additive), a missing root is copied from base.
+root_with() {
+    local r=$1 logfile=$2 what=$3 want have=""
+    shift 3
+    want=$(printf '%s\n' "$@" | sort | sha256sum | cut -c1-16)
+    [ -f "$r/.sanecopy-packages" ] && have=$(cat "$r/.sanecopy-packages")
     [ "$want" = "$have" ] && return 0
-    if [ ! -d "$cache/root" ]; then
-        log "copying base to the build root"
-        cp -a "$cache/base" "$cache/root.new"
-        mv "$cache/root.new" "$cache/root"
+    if [ ! -d "$r" ]; then
+        log "copying base to $r"
+        remove_root "$r.new"
+        cp -a "$cache/base" "$r.new"
+        mv "$r.new" "$r"
     fi
     check_mirror "$(host_mirror)"
-    log "installing the build and test packages in the build root (${#packages[@]} packages)"
-    enter "$cache/root"
-    in_root "$cache/root" apt-get -q update >/dev/null
-    in_root "$cache/root" apt-get -q install -y --no-install-recommends "${packages[@]}" >"$cache/apt.log" 2>&1 ||
-        { tail -n 30 "$cache/apt.log" >&2; leave; die "apt-get install in the Debian 13 root failed (log: $cache/apt.log)"; }
+    log "installing $what ($# packages)"
+    enter "$r"
+    in_root "$r" apt-get -q update >/dev/null
+    in_root "$r" apt-get -q install -y --no-install-recommends "$@" >"$logfile" 2>&1 ||
+        { tail -n 30 "$logfile" >&2; leave; die "apt-get install in $r failed (log: $logfile)"; }
     leave
-    echo "$want" >"$cache/root/.sanecopy-packages"
+    echo "$want" >"$r/.sanecopy-packages"
 }
 
 prepare() {
@@ -181,16 +183,12 @@ prepare() {
     exec 9>"$cache/.lock"
     flock -w 3600 9 || die "another run holds $cache/.lock"
     make_base
-    make_root
+    root_with "$cache/root" "$cache/apt.log" "the build and test packages in the build root" "${packages[@]}"
 }
 
-ctest_summary=""
-build_and_test() { # build_and_test [--no-ctest] [ctest options]
-    local r=$cache/root with_ctest=1
-    if [ "${1:-}" = --no-ctest ]; then
-        with_ctest=0
-        shift
-    fi
+# Builds the checkout in the build root against KF6 and packs the .deb into $cache/deb. Leaves the root entered.
+build_and_pack() {
+    local r=$cache/root
     enter "$r"
     bind "$here" "$r/src" ro
     mkdir -p "$cache/ccache"
@@ -199,11 +197,20 @@ build_and_test() { # build_and_test [--no-ctest] [ctest options]
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake --build /build
+    log "packing the .deb"
+    rm -rf "$cache/deb"
+    mkdir -p "$cache/deb"
+    in_root "$r" bash -c 'cd /build && cpack -G DEB >/dev/null && cp sanecopy_*.deb /tmp/' || die "cpack -G DEB failed"
+    mv "$r"/tmp/sanecopy_*.deb "$cache/deb/"
+}
+
+# Every test of the build (ctest options as given); a skipped test fails the run here.
+ctest_summary=""
+run_ctest() {
     local out=$cache/ctest.log rc=0
-    if [ "$with_ctest" -eq 1 ]; then
     log "running every test (ctest) in the Debian 13 root"
     # XDG_RUNTIME_DIR: Qt and KIO want one; each kioclient test makes its own below /var/tmp anyway.
-    in_root "$r" bash -c 'mkdir -p -m 700 /run/user/0 && cd /build && XDG_RUNTIME_DIR=/run/user/0 \
+    in_root "$cache/root" bash -c 'mkdir -p -m 700 /run/user/0 && cd /build && XDG_RUNTIME_DIR=/run/user/0 \
         ctest --output-on-failure -j"$(nproc)" "$@"' ctest "$@" 2>&1 | tee "$out" || rc=$?
     ctest_summary=$(grep -E '^[0-9]+% tests passed' "$out" || true)
     if grep -q '^The following tests did not run:' "$out"; then
@@ -211,15 +218,6 @@ build_and_test() { # build_and_test [--no-ctest] [ctest options]
         sed -n '/^The following tests did not run:/,/^$/p' "$out" >&2
         rc=1
     fi
-    fi
-    log "packing the .deb"
-    rm -rf "$cache/deb"
-    mkdir -p "$cache/deb"
-    in_root "$r" bash -c 'cd /build && cpack -G DEB >/dev/null && cp sanecopy_*.deb /tmp/' ||
-        { leave; die "cpack -G DEB failed"; }
-    cp "$r"/tmp/sanecopy_*.deb "$cache/deb/"
-    rm -f "$r"/tmp/sanecopy_*.deb
-    leave
     return "$rc"
 }
 
@@ -297,23 +295,8 @@ SH
 # The guest's root: base, the packages above, and this build's .deb (reinstalled every run), packed into an
 # ext4 image with room for the scenarios' sources.
 make_vm_image() {
-    local v=$cache/vmroot want have=""
-    want=$(printf '%s\n' "${vm_packages[@]}" | sort | sha256sum | cut -c1-16)
-    [ -f "$v/.sanecopy-packages" ] && have=$(cat "$v/.sanecopy-packages")
-    if [ "$want" != "$have" ]; then
-        if [ ! -d "$v" ]; then
-            cp -a "$cache/base" "$v.new"
-            mv "$v.new" "$v"
-        fi
-        check_mirror "$(host_mirror)"
-        log "installing the guest's kernel and tools in the VM root"
-        enter "$v"
-        in_root "$v" apt-get -q update >/dev/null
-        in_root "$v" apt-get -q install -y --no-install-recommends "${vm_packages[@]}" >"$cache/vm-apt.log" 2>&1 ||
-            { tail -n 30 "$cache/vm-apt.log" >&2; leave; die "apt-get install in the VM root failed"; }
-        leave
-        echo "$want" >"$v/.sanecopy-packages"
-    fi
+    local v=$cache/vmroot
+    root_with "$v" "$cache/vm-apt.log" "the guest's kernel and tools in the VM root" "${vm_packages[@]}"
     log "installing this build's .deb in the VM root"
     enter "$v"
     cp "$cache"/deb/sanecopy_*.deb "$v/tmp/"
@@ -349,7 +332,8 @@ case "$mode" in
 usb)
     start=$SECONDS
     prepare
-    build_and_test --no-ctest
+    build_and_pack
+    leave
     rc=0
     usb_test "$@" || rc=$?
     echo "== debian13: USB VM suite: $((SECONDS - start)) s"
@@ -373,8 +357,10 @@ shell)
 test)
     start=$SECONDS
     prepare
+    build_and_pack
     rc=0
-    build_and_test "$@" || rc=$?
+    run_ctest "$@" || rc=$?
+    leave
     deb_rc=0
     deb_test || deb_rc=$?
     echo
@@ -384,7 +370,7 @@ test)
     [ "$rc" -eq 0 ] && [ "$deb_rc" -eq 0 ]
     ;;
 *)
-    echo "usage: $0 test [ctest options] | root | shell" >&2
+    echo "usage: $0 test [ctest options] | usb [NAME,...] | root | shell | dolphin-screenshot OUT.png" >&2
     exit 2
     ;;
 esac
