@@ -233,11 +233,12 @@ int main(int argc, char **argv)
     JobQueue queue;
     auto job = queue.submit(spec, printer);
 
-    static std::atomic<bool> interrupted{false};
-    std::thread([signals, job, printer]() mutable {
+    // Shared with the detached signal thread, which may outlive main's locals.
+    auto interrupted = std::make_shared<std::atomic<bool>>(false);
+    std::thread([signals, job, printer, interrupted]() mutable {
         int sig = 0;
         if (sigwait(&signals, &sig) == 0) {
-            interrupted = true;
+            interrupted->store(true);
             printer->stop_bar();
             std::fprintf(stderr, "\nsanecp: cancelling; removing partial files...\n");
             job->cancel();
@@ -250,7 +251,7 @@ int main(int argc, char **argv)
 
     const JobSummary summary = job->wait();
     printer->finish(summary);
-    if (summary.cancelled && interrupted)
+    if (summary.cancelled && interrupted->load())
         return 130;
     return summary.complete() ? 0 : 1;
 }
