@@ -603,7 +603,7 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
         return {};
     }
     if (syncs()) {
-        if (Status ds = pf.sync_data(); !ds)
+        if (Status ds = pf.sync_data(device_.data_sync); !ds)
             return fail(std::move(ds));
     }
     session_.count_durable(copied.copied - copied.durable, counters_);

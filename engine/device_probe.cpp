@@ -345,6 +345,13 @@ std::string name_problem(std::string_view name, const FsLimits &limits)
     return {};
 }
 
+DataSync choose_data_sync(unsigned long fs_magic, std::string_view fs_type)
+{
+    if (fs_type == "vfat" || fs_type == "msdos" || (fs_type.empty() && fs_magic == kMsdosMagic))
+        return DataSync::FilesystemFirst;
+    return DataSync::File;
+}
+
 WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
 {
     if (fs_magic == kTmpfsMagic || fs_magic == kRamfsMagic || fs_type == "tmpfs" || fs_type == "ramfs")
@@ -512,6 +519,7 @@ Result<DeviceInfo> probe_device(const std::string &folder)
     info.limits = fs_limits_for(info.fs_subtype.empty() ? std::string_view(info.fs_type)
                                                         : std::string_view(info.fs_subtype));
     info.writeback = choose_writeback(info.fs_magic, info.fs_type);
+    info.data_sync = choose_data_sync(info.fs_magic, info.fs_type);
     return info;
 }
 

@@ -154,8 +154,10 @@ Status apply_attributes(int fd, mode_t mode, const struct timespec &mtime, const
     return {};
 }
 
-Status PartFile::sync_data()
+Status PartFile::sync_data(DataSync how)
 {
+    if (how == DataSync::FilesystemFirst && retry_eintr([&] { return sys().syncfs(fd_.get()); }) < 0)
+        return Status::from_errno(errno, "syncfs", display_);
     if (retry_eintr([&] { return sys().fdatasync(fd_.get()); }) < 0)
         return Status::from_errno(errno, "fdatasync", display_);
     return {};

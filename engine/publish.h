@@ -10,6 +10,7 @@
 // Until commit() succeeds, the destructor unlinks the part file.
 #pragma once
 
+#include "device_probe.h"
 #include "fd.h"
 #include "result.h"
 
@@ -58,8 +59,8 @@ public:
 
     // Applies the source's permission bits and modification time to the part file.
     Status set_attributes(mode_t mode, const struct timespec &mtime);
-    // Writes data and size to the device.
-    Status sync_data();
+    // Writes data and size to the device; |how| says whether the whole filesystem goes first (see DataSync).
+    Status sync_data(DataSync how = DataSync::File);
     // Renames the part file to its real name under |policy| (Refuse: EEXIST if the name was taken meanwhile;
     // Rename: the first free alternative, reported through |final_name|). Does not sync the directory.
     Status commit(ConflictPolicy policy, std::string *final_name = nullptr);

@@ -100,6 +100,7 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     w.part_ = std::move(part.value());
     w.counters_ = &counters;
     w.mode_ = device.writeback;
+    w.data_sync_ = device.data_sync;
     w.conflict_ = options.conflict;
     w.file_mode_ = options.mode;
     w.mtime_ = options.mtime;
@@ -231,7 +232,7 @@ Status StreamWriter::finish(std::string *final_path)
 
     const bool syncs = mode_ != WritebackMode::None;
     if (syncs) {
-        if (Status s = part_.sync_data(); !s)
+        if (Status s = part_.sync_data(data_sync_); !s)
             return fail(std::move(s));
     }
     take_durable(offset_ - durable_);

@@ -108,6 +108,7 @@ private:
     std::unique_ptr<WritebackWindows> windows_;
     ProgressCounters *counters_ = nullptr;
     WritebackMode mode_ = WritebackMode::ChunkSync;
+    DataSync data_sync_ = DataSync::File;
     ConflictPolicy conflict_ = ConflictPolicy::Refuse;
     std::optional<mode_t> file_mode_;
     std::optional<struct timespec> mtime_;

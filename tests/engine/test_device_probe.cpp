@@ -348,6 +348,21 @@ TEST_CASE("choose_writeback: tmpfs and ramfs need none, by magic or by name", "[
     CHECK(choose_writeback(0, "tmpfs") == WritebackMode::None);
 }
 
+TEST_CASE("choose_data_sync: the kernel's FAT syncs the whole filesystem first, nothing else does", "[device_probe]")
+{
+    CHECK(choose_data_sync(kMsdosMagic, "vfat") == DataSync::FilesystemFirst);
+    CHECK(choose_data_sync(kMsdosMagic, "msdos") == DataSync::FilesystemFirst);
+    CHECK(choose_data_sync(kMsdosMagic, "") == DataSync::FilesystemFirst);
+    // FUSE FAT drivers keep the table in their own process: only their fsync reaches it.
+    CHECK(choose_data_sync(kFuseMagic, "fuse") == DataSync::File);
+    CHECK(choose_data_sync(kFuseMagic, "fuseblk") == DataSync::File);
+    for (const char *type : {"exfat", "ntfs3", "ext4", "xfs", "btrfs", "tmpfs"}) {
+        CAPTURE(type);
+        CHECK(choose_data_sync(0, type) == DataSync::File);
+    }
+    CHECK(choose_data_sync(kExtMagic, "") == DataSync::File);
+}
+
 TEST_CASE("choose_writeback: local block filesystems get sync_file_range windows", "[device_probe]")
 {
     for (const char *type : {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat", "msdos", "exfat", "ntfs3", "hfs",

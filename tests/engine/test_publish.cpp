@@ -57,6 +57,39 @@ TEST_CASE("publish: the data lives under the part name until commit, then under 
     CHECK_FALSE(exists(t / ".file.txt.part"));
 }
 
+TEST_CASE("publish: FilesystemFirst syncs the filesystem before the file, and a failing syncfs is the error")
+{
+    TempDir t;
+    struct Order : FaultSyscalls {
+        std::vector<std::string> log;
+        int syncfs(int fd) override
+        {
+            log.push_back("syncfs");
+            return FaultSyscalls::syncfs(fd);
+        }
+        int fdatasync(int fd) override
+        {
+            log.push_back("fdatasync");
+            return FaultSyscalls::fdatasync(fd);
+        }
+    } fs;
+    ScopedSyscalls seam(fs);
+    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
+    REQUIRE(part.ok());
+    write_all(part->fd(), "payload");
+    REQUIRE(part->sync_data(DataSync::FilesystemFirst).ok());
+    CHECK(fs.log == std::vector<std::string>{"syncfs", "fdatasync"});
+    fs.log.clear();
+    REQUIRE(part->sync_data().ok());
+    CHECK(fs.log == std::vector<std::string>{"fdatasync"});
+
+    fs.syncfs_errno = EIO;
+    Status s = part->sync_data(DataSync::FilesystemFirst);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.op() == "syncfs");
+    CHECK(s.err() == EIO);
+}
+
 TEST_CASE("publish: an uncommitted part file is removed when it goes out of scope")
 {
     TempDir t;
