@@ -224,6 +224,7 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
             if (next > off) {
                 counters.written_bytes.fetch_add(next - off, std::memory_order_relaxed);
                 counters.durable_bytes.fetch_add(next - off, std::memory_order_relaxed);
+                counters.unwritten_bytes.fetch_add(next - off, std::memory_order_relaxed);
                 result.durable += next - off;
                 off = next;
                 if (off >= size)

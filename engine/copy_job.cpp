@@ -135,6 +135,9 @@ public:
 
 private:
     void emit(JobEvent e) { sink_(e); }
+    // The destination's device went away (a pulled stick): |s| failed on the destination side, in a way only a
+    // missing device explains.
+    bool device_gone(const Status &s) const;
     void report_error(Status s, const std::string &path, bool source_side = false);
     // |chosen|: the conflict policy asked for this skip; anything else is a requested file not copied.
     void report_skip(const std::string &path, const std::string &why, bool chosen = false);
@@ -184,6 +187,12 @@ bool from_source(const Status &s)
     return s.op() == kReadSource || s.op() == "open source" || s.op() == "stat source";
 }
 
+bool JobRunner::device_gone(const Status &s) const
+{
+    return !from_source(s) && is_device_fatal(s.err()) &&
+           (device_removed_ || device_removed(s.err(), device_, "/sys"));
+}
+
 void JobRunner::report_error(Status s, const std::string &path, bool source_side)
 {
     ++summary_.errors;
@@ -192,7 +201,7 @@ void JobRunner::report_error(Status s, const std::string &path, bool source_side
         aborted_ = true;
         // A pulled stick shows as ENODEV, ENXIO or EIO depending on where the copy was; say what happened
         // rather than which call saw it.
-        if (device_removed_ || device_removed(s.err(), device_, "/sys")) {
+        if (device_gone(s)) {
             device_removed_ = true;
             const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
             Status removed(s.code(), s.op(), s.path());
@@ -492,7 +501,8 @@ void JobRunner::copy_entry(const ItemPlan &plan, const PlanEntry &entry, DirCach
                                 spec_.rename_invalid ? rename_note(join(item.target_name, entry.rel)) : std::string());
         if (s.ok() || s.err() == ECANCELED)
             return;
-        if (!spec_.ask_error) {
+        // A pulled stick is not a question: nothing the user answers brings it back into this copy.
+        if (!spec_.ask_error || device_gone(s)) {
             report_error(std::move(s), source);
             return;
         }
@@ -573,6 +583,7 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
     if (start > 0) {
         counters_.written_bytes.fetch_add(start);
         counters_.durable_bytes.fetch_add(start);
+        counters_.unwritten_bytes.fetch_add(start);
     }
     const bool sparse = uint64_t(st.st_blocks) * 512 < size;
     if (!small && syncs() && !sparse) {

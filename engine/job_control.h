@@ -53,6 +53,9 @@ struct ProgressCounters {
     std::atomic<uint64_t> total_bytes{0};
     std::atomic<uint64_t> written_bytes{0};  // handed to the kernel
     std::atomic<uint64_t> durable_bytes{0};  // on the device: window waited for, or fdatasync returned
+    // Of written and durable, what this copy counted without moving it: a resumed file's prefix that was on the
+    // device already, a sparse file's holes. Progress includes it; a throughput chart must not.
+    std::atomic<uint64_t> unwritten_bytes{0};
     std::atomic<uint64_t> files_done{0};
     std::atomic<uint64_t> files_total{0};
     std::atomic<double> device_rate{0};      // EWMA of durable bytes/s

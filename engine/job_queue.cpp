@@ -46,6 +46,7 @@ ProgressSnapshot Job::snapshot() const
     s.state = counters_.state.load();
     s.total_bytes = counters_.total_bytes.load();
     s.durable_bytes = counters_.durable_bytes.load();
+    s.unwritten_bytes = counters_.unwritten_bytes.load();
     s.written_bytes = counters_.written_bytes.load();
     s.files_done = counters_.files_done.load();
     s.files_total = counters_.files_total.load();

@@ -30,6 +30,7 @@ struct ProgressSnapshot {
     uint64_t total_bytes = 0;
     uint64_t durable_bytes = 0;
     uint64_t written_bytes = 0;
+    uint64_t unwritten_bytes = 0; // counted in both above without being moved (ProgressCounters)
     uint64_t files_done = 0;
     uint64_t files_total = 0;
     std::string current_file;

@@ -110,6 +110,7 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
         // Already on the device, as far as anyone can tell; the final fdatasync settles it either way.
         counters.written_bytes.fetch_add(resumed, std::memory_order_relaxed);
         counters.durable_bytes.fetch_add(resumed, std::memory_order_relaxed);
+        counters.unwritten_bytes.fetch_add(resumed, std::memory_order_relaxed);
         w.durable_ = resumed;
     }
 

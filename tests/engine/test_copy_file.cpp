@@ -343,6 +343,9 @@ TEST_CASE("resume: a part file left by an interrupted copy is continued from its
     CHECK_FALSE(exists(t / ".dst.part"));
     // Only the rest was moved: 9 MiB rounded down to 64 KiB was already there.
     CHECK(fs.moved.load() == 20 * MiB + 777 - 9 * MiB);
+    // Progress counts the prefix as on the device; a throughput chart learns it was not moved now.
+    CHECK(run.counters->durable_bytes.load() == 20 * MiB + 777);
+    CHECK(run.counters->unwritten_bytes.load() == 9 * MiB);
     REQUIRE(run.first(JobEvent::Kind::FileDone));
     CHECK(run.first(JobEvent::Kind::FileDone)->message.find("resumed") != std::string::npos);
 }
