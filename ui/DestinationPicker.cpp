@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "DestinationPicker.h"
 
+#include "DeviceWatcher.h"
+
 #include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
@@ -14,7 +16,7 @@ namespace {
 enum Kind { DeviceEntry, FolderEntry, ChooseEntry };
 }
 
-DestinationPicker::DestinationPicker(QWidget *parent) : QWidget(parent)
+DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(parent)
 {
     auto *layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -29,6 +31,10 @@ DestinationPicker::DestinationPicker(QWidget *parent) : QWidget(parent)
     refresh->setToolTip(tr("Look for devices again"));
     layout->addWidget(refresh);
     connect(refresh, &QToolButton::clicked, this, &DestinationPicker::refreshDevices);
+    if (watch) {
+        auto *watcher = new DeviceWatcher(this);
+        connect(watcher, &DeviceWatcher::changed, this, &DestinationPicker::refreshDevices);
+    }
     connect(combo_, &QComboBox::activated, this, [this](int index) {
         if (combo_->itemData(index, Qt::UserRole + 1).toInt() == ChooseEntry) {
             const QString dir = QFileDialog::getExistingDirectory(this, tr("Copy into"), destination());
@@ -66,8 +72,12 @@ void DestinationPicker::setDestination(const QString &folder)
 
 void DestinationPicker::setDevices(const QList<Device> &devices)
 {
+    const QString before = destination();
     devices_ = devices;
     rebuild();
+    Q_EMIT devicesChanged();
+    if (destination() != before)
+        Q_EMIT destinationChanged(destination());
 }
 
 void DestinationPicker::refreshDevices() { setDevices(currentRemovableDevices()); }
@@ -75,6 +85,7 @@ void DestinationPicker::refreshDevices() { setDevices(currentRemovableDevices())
 void DestinationPicker::rebuild()
 {
     const QString current = combo_->count() ? destination() : QString();
+    const bool currentWasDevice = combo_->count() && combo_->currentData(Qt::UserRole + 1).toInt() == DeviceEntry;
     combo_->clear();
     for (const Device &d : devices_) {
         combo_->addItem(QIcon::fromTheme(QStringLiteral("drive-removable-media-usb")), d.describe(), d.mountPoint);
@@ -91,9 +102,10 @@ void DestinationPicker::rebuild()
     }
     combo_->addItem(QIcon::fromTheme(QStringLiteral("folder-open")), tr("Choose a folder…"), QString());
     combo_->setItemData(combo_->count() - 1, ChooseEntry, Qt::UserRole + 1);
-    // A folder the user chose stays chosen; otherwise the first device (a stick just plugged in) is the
-    // likeliest destination.
-    const int keep = userChose_ && !current.isEmpty() ? combo_->findData(current) : -1;
+    // What is selected stays selected while it exists: a folder the user chose, or a device (another stick
+    // coming or going does not move the selection). Otherwise the first device (a stick just plugged in) is
+    // the likeliest destination.
+    const int keep = (userChose_ || currentWasDevice) && !current.isEmpty() ? combo_->findData(current) : -1;
     combo_->setCurrentIndex(keep >= 0 ? keep : 0);
 }
 

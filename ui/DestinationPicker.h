@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
 // Where to copy: removable devices first (by name, size and free space), then the home folder, then "Choose a
-// folder…" for anywhere else.
+// folder…" for anywhere else. The device entries follow the system (DeviceWatcher): a stick appears when it is
+// mounted and goes when it is unmounted or pulled out, and the selection stays where it was while it exists.
 #pragma once
 
 #include "DeviceList.h"
@@ -15,19 +16,23 @@ namespace SaneCopy {
 class DestinationPicker : public QWidget {
     Q_OBJECT
 public:
-    explicit DestinationPicker(QWidget *parent = nullptr);
+    // |watch|: follow mounts and UDisks2 by itself (off in tests that set the devices).
+    explicit DestinationPicker(QWidget *parent = nullptr, bool watch = true);
 
     QString destination() const;
     void setDestination(const QString &folder);
     // Replaces the device entries (the rest stays).
     void setDevices(const QList<Device> &devices);
     int deviceCount() const { return int(devices_.size()); }
+    const QList<Device> &devices() const { return devices_; }
 
 public Q_SLOTS:
     void refreshDevices();
 
 Q_SIGNALS:
     void destinationChanged(const QString &folder);
+    // The device entries were replaced (a stick came or went, free space changed).
+    void devicesChanged();
 
 private:
     void rebuild();

@@ -2,11 +2,17 @@
 // The destination list from a desktop's mountinfo and sysfs, as fixtures.
 #include "DestinationPicker.h"
 #include "DeviceList.h"
+#include "DeviceWatcher.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QFile>
+#include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTest>
+#include <sys/mount.h>
+#include <unistd.h>
 
 using namespace SaneCopy;
 
@@ -70,6 +76,81 @@ private Q_SLOTS:
         QVERIFY(combo->itemText(combo->count() - 1).startsWith(QStringLiteral("Choose")));
         picker.setDestination(QStringLiteral("/srv/backup"));
         QCOMPARE(picker.destination(), QStringLiteral("/srv/backup"));
+    }
+
+    static Device stick(const char *mountPoint, const char *name)
+    {
+        Device d;
+        d.mountPoint = QString::fromUtf8(mountPoint);
+        d.name = QString::fromUtf8(name);
+        d.blockDevice = d.name.toLower() + QStringLiteral("1");
+        d.removable = true;
+        return d;
+    }
+
+    void selectionStaysWhileItExists()
+    {
+        DestinationPicker picker(nullptr, false);
+        picker.setDevices({stick("/media/a", "A"), stick("/media/b", "B")});
+        QCOMPARE(picker.destination(), QStringLiteral("/media/a"));
+        picker.setDestination(QStringLiteral("/media/b"));
+        // Another stick comes, listed first: the chosen one stays chosen.
+        picker.setDevices({stick("/media/c", "0C"), stick("/media/a", "A"), stick("/media/b", "B")});
+        QCOMPARE(picker.destination(), QStringLiteral("/media/b"));
+        // The chosen one is pulled out: the selection can't stay on it.
+        QSignalSpy changed(&picker, &DestinationPicker::destinationChanged);
+        picker.setDevices({stick("/media/c", "0C"), stick("/media/a", "A")});
+        QVERIFY(picker.destination() != QStringLiteral("/media/b"));
+        QCOMPARE(changed.count(), 1);
+    }
+
+    void anotherStickDoesNotMoveTheSelectedDevice()
+    {
+        DestinationPicker picker(nullptr, false);
+        picker.setDevices({stick("/media/a", "A")});
+        QCOMPARE(picker.destination(), QStringLiteral("/media/a"));
+        picker.setDevices({stick("/media/c", "0C"), stick("/media/a", "A")});
+        QCOMPARE(picker.destination(), QStringLiteral("/media/a"));
+    }
+
+    void aStickPluggedInReplacesTheHomeFallback()
+    {
+        DestinationPicker picker(nullptr, false);
+        picker.setDevices({});
+        QCOMPARE(picker.destination(), QDir::homePath());
+        QSignalSpy devices(&picker, &DestinationPicker::devicesChanged);
+        QSignalSpy changed(&picker, &DestinationPicker::destinationChanged);
+        picker.setDevices({stick("/media/a", "A")});
+        QCOMPARE(picker.destination(), QStringLiteral("/media/a"));
+        QCOMPARE(devices.count(), 1);
+        QCOMPARE(changed.count(), 1);
+    }
+
+    void watcherSeesMountAndUnmount()
+    {
+        if (::geteuid() != 0)
+            QSKIP("SKIPPED LOUDLY: needs root to mount a tmpfs; packaging/dev.sh test runs the suite as root");
+        DeviceWatcher watcher(nullptr, 50);
+        QVERIFY(watcher.watchesMounts());
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QByteArray path = QFile::encodeName(dir.path());
+        QSignalSpy spy(&watcher, &DeviceWatcher::changed);
+        QCOMPARE(::mount("sanecopy-test", path.constData(), "tmpfs", 0, "size=1m"), 0);
+        // Unmounted even when a check below fails.
+        struct Unmount {
+            QByteArray path;
+            ~Unmount()
+            {
+                if (!path.isEmpty())
+                    ::umount2(path.constData(), MNT_DETACH);
+            }
+        } guard{path};
+        QVERIFY(spy.wait(5000));
+        spy.clear();
+        QCOMPARE(::umount2(path.constData(), 0), 0);
+        guard.path.clear();
+        QVERIFY(spy.wait(5000));
     }
 };
 

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Tells when the set of mounted devices may have changed, so the destination list follows a stick being plugged
+// in, mounted, unmounted or pulled out without a Refresh.
+//
+// Two sources, either of which is enough on its own:
+// - /proc/self/mountinfo, which the kernel marks with POLLPRI on every mount or unmount in our namespace: works
+//   with no desktop services at all;
+// - UDisks2's signals on the system bus (objects added or removed, a filesystem's MountPoints changed): reaches
+//   a sandbox whose mount namespace does not see new mounts at once.
+// Bursts (a stick with three partitions, udisks' own follow-up property changes) are folded into one changed().
+#pragma once
+
+#include <QObject>
+#include <QTimer>
+
+class QSocketNotifier;
+
+namespace SaneCopy {
+
+class DeviceWatcher : public QObject {
+    Q_OBJECT
+public:
+    explicit DeviceWatcher(QObject *parent = nullptr, int settleMs = 250);
+    ~DeviceWatcher() override;
+
+    bool watchesMounts() const { return mounts_ != nullptr; }
+
+Q_SIGNALS:
+    void changed();
+
+private Q_SLOTS:
+    void onUdisksSignal();
+
+private:
+    int mountinfoFd_ = -1;
+    QSocketNotifier *mounts_ = nullptr;
+    QTimer settle_;
+};
+
+} // namespace SaneCopy
