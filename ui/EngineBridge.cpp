@@ -29,6 +29,7 @@ JobProgress toProgress(const sanecopy::ProgressSnapshot &s)
     p.totalBytes = qint64(s.total_bytes);
     p.durableBytes = qint64(s.durable_bytes);
     p.writtenBytes = qint64(s.written_bytes);
+    p.unwrittenBytes = qint64(s.unwritten_bytes);
     p.filesDone = qint64(s.files_done);
     p.filesTotal = qint64(s.files_total);
     p.currentFile = QString::fromStdString(s.current_file);
@@ -71,6 +72,8 @@ public:
     void on_finished(uint64_t jobId, const sanecopy::JobSummary &s) override
     {
         post([=](EngineBridge *b) {
+            if (s.device_removed)
+                Q_EMIT b->deviceRemoved(jobId);
             Q_EMIT b->finished(jobId, s.ok(), s.cancelled, qint64(s.bytes), qint64(s.files_copied), qint64(s.errors));
         });
     }

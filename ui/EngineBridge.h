@@ -30,6 +30,7 @@ struct JobProgress {
     qint64 totalBytes = 0;
     qint64 durableBytes = 0;
     qint64 writtenBytes = 0;
+    qint64 unwrittenBytes = 0; // counted in both above without being moved: a resumed prefix, holes
     qint64 filesDone = 0;
     qint64 filesTotal = 0;
     QString currentFile;
@@ -73,6 +74,8 @@ Q_SIGNALS:
     void skipped(quint64 jobId, const QString &source, const QString &message);
     void failed(quint64 jobId, const QString &source, const QString &message);
     void finished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, qint64 filesCopied, qint64 errors);
+    // Just before finished(): the job ended because its destination's device went away (a pulled stick).
+    void deviceRemoved(quint64 jobId);
     void conflictAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &target,
                        qint64 sourceSize, qint64 targetSize, bool targetIsFolder);
     void errorAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &message);

@@ -50,7 +50,7 @@ qint64 JobModel::totalDurableBytes() const
 {
     qint64 sum = 0;
     for (const Row &r : rows_)
-        sum += r.progress.durableBytes;
+        sum += r.progress.durableBytes - r.progress.unwrittenBytes;
     return sum;
 }
 
@@ -58,7 +58,7 @@ qint64 JobModel::totalWrittenBytes() const
 {
     qint64 sum = 0;
     for (const Row &r : rows_)
-        sum += r.progress.writtenBytes;
+        sum += r.progress.writtenBytes - r.progress.unwrittenBytes;
     return sum;
 }
 
@@ -88,6 +88,10 @@ QString JobModel::statusOf(const Row &row) const
             return tr("Cancelled. Nothing half-written was left, and the device has nothing left to write.");
         if (row.ejected)
             return row.finalMessage;
+        if (row.deviceRemoved)
+            return tr("The device was removed before the copy finished: %1 of %2 had reached it. Files that were "
+                      "complete are kept; plug it back in and copy again to finish the rest.")
+                .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
         QString text = row.ok ? tr("Done: %1 on the device.").arg(formatBytes(double(p.durableBytes)))
                               : tr("Finished with problems: %1 (see the tooltip).")
                                     .arg(row.problems.size() == 1 ? tr("1 file was not copied")
@@ -137,6 +141,9 @@ QVariant JobModel::data(const QModelIndex &index, int role) const
             return 1.0;
         return qMin(p.totalBytes > 0 ? double(p.durableBytes) / total : 0.0, row.finished ? 1.0 : 0.999);
     case WrittenFractionRole:
+        // Once the job has ended nothing is on its way any more: what did not reach the device never will.
+        if (row.finished)
+            return data(index, DurableFractionRole);
         return qMin(1.0, p.totalBytes > 0 ? double(p.writtenBytes) / total : 0.0);
     case RateRole:
         return p.deviceRate;
@@ -145,7 +152,7 @@ QVariant JobModel::data(const QModelIndex &index, int role) const
     case SafeToUnplugRole:
         return row.finished && row.ok && !row.cancelled;
     case CanEjectRole:
-        return row.finished && !row.ejected && row.removable && !row.blockDevice.isEmpty() &&
+        return row.finished && !row.ejected && !row.deviceRemoved && row.removable && !row.blockDevice.isEmpty() &&
                JobState(p.state) != JobState::Running;
     case MountPointRole:
         return row.mountPoint;
@@ -157,6 +164,10 @@ QVariant JobModel::data(const QModelIndex &index, int role) const
         return row.id;
     case OwnDirtyRole:
         return p.ownDirtyBytes;
+    case DeviceRemovedRole:
+        return row.deviceRemoved;
+    case FinishedRole:
+        return row.finished;
     default:
         return {};
     }
@@ -211,6 +222,15 @@ void JobModel::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, 
     row.cancelled = cancelled;
     row.progress.state = int(cancelled ? JobState::Cancelled : ok ? JobState::Done : JobState::Failed);
     row.progress.etaSeconds = 0;
+    changed(r);
+}
+
+void JobModel::onDeviceRemoved(quint64 jobId)
+{
+    const int r = rowOf(jobId);
+    if (r < 0)
+        return;
+    rows_[r].deviceRemoved = true;
     changed(r);
 }
 

@@ -32,6 +32,8 @@ public:
         ProblemsRole,        // QStringList of skipped files and errors
         JobIdRole,
         OwnDirtyRole,
+        DeviceRemovedRole,   // the job ended because its device went away
+        FinishedRole,        // the engine is done with the job, however it ended
     };
 
     explicit JobModel(QObject *parent = nullptr);
@@ -45,7 +47,8 @@ public:
                 const QString &blockDevice, bool removable);
     int rowOf(quint64 jobId) const;
     quint64 jobIdAt(int row) const;
-    // Sum over running jobs, for the charts.
+    // Sums of what the jobs moved, for the charts: a resumed prefix or a hole is counted by progress, but it
+    // never went through the page cache to the device.
     qint64 totalDurableBytes() const;
     qint64 totalWrittenBytes() const;
     qint64 ownDirtyBytes() const; // -1 when no running job knows it
@@ -57,6 +60,7 @@ public Q_SLOTS:
     void onFailed(quint64 jobId, const QString &source, const QString &message);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, qint64 filesCopied, qint64 errors);
     void setEjected(quint64 jobId, bool ejected, const QString &message);
+    void onDeviceRemoved(quint64 jobId);
 
 private:
     struct Row {
@@ -71,6 +75,7 @@ private:
         bool ok = false;
         bool cancelled = false;
         bool ejected = false;
+        bool deviceRemoved = false;
         QString finalMessage;
         QStringList problems;
     };

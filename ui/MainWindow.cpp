@@ -107,6 +107,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     connect(bridge_, &EngineBridge::progress, model_, &JobModel::onProgress);
     connect(bridge_, &EngineBridge::skipped, model_, &JobModel::onSkipped);
     connect(bridge_, &EngineBridge::failed, model_, &JobModel::onFailed);
+    connect(bridge_, &EngineBridge::deviceRemoved, model_, &JobModel::onDeviceRemoved);
     connect(bridge_, &EngineBridge::finished, model_, &JobModel::onFinished);
     connect(bridge_, &EngineBridge::finished, this,
             [this](quint64 id, bool ok, bool cancelled, qint64 bytes) { onFinished(id, ok, cancelled, bytes); });
@@ -243,12 +244,16 @@ void MainWindow::queueCopy(const PendingCopy &copy, const QString &mountPoint, c
 void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes)
 {
     questions_->memory().forget(jobId);
+    destination_->refreshDevices(); // the free space changed
     const int row = model_->rowOf(jobId);
     if (row < 0)
         return;
     const QModelIndex i = model_->index(row);
     const bool removable = !i.data(JobModel::BlockDeviceRole).toString().isEmpty() && i.data(JobModel::CanEjectRole).toBool();
-    sendNotification(notificationFor(i.data(JobModel::TitleRole).toString(), ok, cancelled, bytes, removable));
+    const QString title = i.data(JobModel::TitleRole).toString();
+    sendNotification(i.data(JobModel::DeviceRemovedRole).toBool()
+                         ? removedNotification(title)
+                         : notificationFor(title, ok, cancelled, bytes, removable));
 }
 
 void MainWindow::eject(quint64 jobId)

@@ -23,6 +23,13 @@ NotificationText notificationFor(const QString &title, bool ok, bool cancelled, 
     return {QObject::tr("Copy done"), body};
 }
 
+NotificationText removedNotification(const QString &title)
+{
+    return {QObject::tr("Device removed during the copy"),
+            QObject::tr("%1: the device was removed before the copy finished. Plug it back in and copy again to finish "
+                        "the rest.").arg(title)};
+}
+
 void sendNotification(const NotificationText &text)
 {
     QDBusConnection bus = QDBusConnection::sessionBus();

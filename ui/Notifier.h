@@ -15,6 +15,8 @@ struct NotificationText {
 
 // Pure: what the notification says.
 NotificationText notificationFor(const QString &title, bool ok, bool cancelled, qint64 bytes, bool removable);
+// The job ended because its destination's device went away (a pulled stick).
+NotificationText removedNotification(const QString &title);
 void sendNotification(const NotificationText &text);
 
 } // namespace SaneCopy

@@ -8,6 +8,7 @@
 #include <QFrame>
 #include <QGridLayout>
 #include <QLabel>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -132,6 +133,8 @@ void QueueView::addRows(int first, int last)
         connect(row, &JobRow::cancelRequested, this, &QueueView::cancelRequested);
         connect(row, &JobRow::ejectRequested, this, &QueueView::ejectRequested);
         row->refresh();
+        // A new job is the one the user is waiting for: scroll to it once the layout has given it a place.
+        QTimer::singleShot(0, row, [this, row] { ensureWidgetVisible(row); });
     }
     empty_->setVisible(model_->rowCount() == 0);
 }

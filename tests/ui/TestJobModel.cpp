@@ -92,6 +92,32 @@ private Q_SLOTS:
         QCOMPARE(JobState(i.data(JobModel::StateRole).toInt()), JobState::Cancelled);
     }
 
+    void pulledStickSaysTheDeviceWasRemovedNeverSafeToUnplug()
+    {
+        JobModel model;
+        model.addJob(7, QStringLiteral("big.iso → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        JobProgress p;
+        p.jobId = 7;
+        p.state = int(JobState::Running);
+        p.totalBytes = 100 << 20;
+        p.durableBytes = 30 << 20;
+        p.writtenBytes = 33 << 20;
+        model.onProgress(p);
+        model.onFailed(7, QStringLiteral("/src/big.iso"),
+                       QStringLiteral("/media/STICK/big.iso: the device was removed before the copy finished"));
+        model.onDeviceRemoved(7);
+        model.onFinished(7, false, false, 30 << 20, 0, 1);
+        const QModelIndex i = model.index(0);
+        const QString status = i.data(JobModel::StatusRole).toString();
+        QVERIFY2(status.contains(QStringLiteral("device was removed")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("30.0 MiB of 100.0 MiB")), qPrintable(status));
+        QVERIFY2(!status.contains(QStringLiteral("Safe to unplug")), qPrintable(status));
+        QVERIFY(!i.data(JobModel::SafeToUnplugRole).toBool());
+        QVERIFY(!i.data(JobModel::CanEjectRole).toBool()); // there is nothing left to eject
+        QCOMPARE(JobState(i.data(JobModel::StateRole).toInt()), JobState::Failed);
+    }
+
     void problemsAreCollectedPerJob()
     {
         JobModel model;
@@ -114,6 +140,24 @@ private Q_SLOTS:
         QCOMPARE(model.totalDurableBytes(), qint64(50));
         QCOMPARE(model.totalWrittenBytes(), qint64(75));
         QVERIFY(model.anyRunning());
+        // A resumed job's prefix was on the device before: progress shows it, the chart's sums leave it out.
+        JobProgress resumed = progress(2, JobState::Running, 100, 40, 45);
+        resumed.unwrittenBytes = 15;
+        model.onProgress(resumed);
+        QCOMPARE(model.totalDurableBytes(), qint64(30 + 40 - 15));
+        QCOMPARE(model.totalWrittenBytes(), qint64(50 + 45 - 15));
+        QCOMPARE(model.index(1).data(JobModel::DurableFractionRole).toDouble(), 0.40);
+    }
+
+    void anEndedJobHasNothingOnItsWay()
+    {
+        JobModel model;
+        model.addJob(1, QStringLiteral("a"), QStringLiteral("/d"), {}, {}, false);
+        model.onProgress(progress(1, JobState::Running, 100, 30, 45));
+        QCOMPARE(model.index(0).data(JobModel::WrittenFractionRole).toDouble(), 0.45);
+        model.onFinished(1, false, false, 30, 0, 1);
+        QCOMPARE(model.index(0).data(JobModel::WrittenFractionRole).toDouble(),
+                 model.index(0).data(JobModel::DurableFractionRole).toDouble());
     }
 };
 
