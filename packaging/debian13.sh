@@ -46,7 +46,7 @@ deb_test_packages=(kde-cli-tools)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
 # filesystems' tools, and what the scenarios run.
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
-             python3 diffutils kde-cli-tools)
+             python3 diffutils kde-cli-tools udisks2 xvfb)
 
 die() { echo "debian13: $*" >&2; exit 1; }
 log() { echo "== debian13: $*"; }
@@ -307,6 +307,8 @@ make_vm_image() {
     rm -rf "$v/sanecopy-vm"
     mkdir -p "$v/sanecopy-vm" "$cache/vm"
     cp "$here/tests/vm/init.sh" "$here/tests/vm/guest.py" "$v/sanecopy-vm/"
+    # The program the guest drives SaneCopy's window through (tests/vm/gui_driver.cpp), from this build.
+    cp "$cache/root/build/tests/vm/sanecopy-vm-gui" "$v/sanecopy-vm/"
     chmod 755 "$v/sanecopy-vm/init.sh"
     local size
     size=$(du -sm --one-file-system "$v" | cut -f1)

@@ -9,9 +9,11 @@ sanecopy.only=NAME,NAME (default: all).
 
 Times are side by side in one run, so ratios count, not seconds: the emulation is slow, the stick is slower.
 """
+import base64
 import filecmp
 import json
 import os
+import queue
 import random
 import shutil
 import subprocess
@@ -477,6 +479,183 @@ def scenario_kio():
     tap(left <= STAT_SLACK, "kio: nothing dirty on the stick when kioclient returns", f"{left / 1024:.0f} KiB")
 
 
+# --- the window, on a desktop's services ---------------------------------------------------------------------
+
+GUI_ENV = dict(os.environ, DISPLAY=":7", QT_QPA_PLATFORM="xcb", XDG_RUNTIME_DIR="/run/sanecopy-gui")
+_desktop_up = False
+
+
+def desktop():
+    """What a desktop session has running for a stick: udev, the system bus, UDisks2, and an X server (Xvfb).
+    Started once, when the window's scenario comes; the earlier scenarios run without them, as a server would."""
+    global _desktop_up
+    if _desktop_up:
+        return
+    run(["systemd-machine-id-setup"], check=False)  # the bus wants a machine id
+    os.makedirs("/run/dbus", exist_ok=True)
+    os.makedirs(GUI_ENV["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    run(["/usr/lib/systemd/systemd-udevd", "--daemon"])
+    run(["udevadm", "trigger", "--action=add"], check=False)
+    run(["udevadm", "settle", "--timeout=60"], check=False)
+    run(["dbus-daemon", "--system", "--fork"])
+    subprocess.Popen(["/usr/libexec/udisks2/udisksd"], stdout=subprocess.DEVNULL,
+                     stderr=open(os.path.join(WORK, "udisksd.log"), "w"))
+    if not wait_for(lambda: run(["udisksctl", "status"], check=False).returncode == 0, 60):
+        raise RuntimeError("udisksd did not come up: " + open(os.path.join(WORK, "udisksd.log")).read()[-500:])
+    subprocess.Popen(["Xvfb", ":7", "-screen", "0", "1280x1024x24", "-nolisten", "tcp"], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+    if not wait_for(lambda: os.path.exists("/tmp/.X11-unix/X7"), 60):
+        raise RuntimeError("Xvfb did not come up")
+    _desktop_up = True
+
+
+def udisks_mount():
+    """Mounts the stick as the desktop does, through UDisks2 (its mount point and options: vfat gets "flush")."""
+    run(["udevadm", "settle", "--timeout=60"], check=False)
+    out = run(["udisksctl", "mount", "--no-user-interaction", "-b", DEV]).stdout.strip()
+    return out.split(" at ", 1)[1].rstrip(".")
+
+
+class Window:
+    """SaneCopy's window, driven through tests/vm/gui_driver.cpp: commands in, the window's state out."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(["/sanecopy-vm/sanecopy-vm-gui"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(os.path.join(WORK, "gui.log"), "w"), text=True, env=GUI_ENV)
+        self.devices = None
+        self.jobs = {}
+        self.shots = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "devices":
+                self.devices = event
+            elif kind == "job":
+                self.jobs[event["id"]] = event
+            elif kind == "shot":
+                self.shots.put(event)
+            elif kind == "error":
+                diag(f"window: {event.get('what')}")
+
+    def send(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def lists(self, mount):
+        return self.devices is not None and any(d["mount"] == mount for d in self.devices["devices"])
+
+    def job(self):
+        return self.jobs[max(self.jobs)] if self.jobs else {}
+
+    def shot(self, name):
+        """Saves the window as PNG and hands it to the host (tests/vm/run.py keeps it beside the console log)."""
+        path = os.path.join(WORK, name)
+        self.send(f"shot {path}")
+        event = self.shots.get(timeout=30)
+        if event.get("ok"):
+            data = base64.b64encode(open(path, "rb").read()).decode()
+            print(f"@@SANECOPY FILE {name} {data}@@", flush=True)
+        return event.get("ok")
+
+    def close(self):
+        try:
+            self.send("quit")
+            self.proc.wait(timeout=15)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+def scenario_gui():
+    """The window on a desktop's services: it lists the stick once UDisks2 mounted it; pulled out mid-copy, the
+    job stops within 3 s and says the device was removed (never "safe to unplug"); plugged back in, the same copy
+    finishes byte-identical; Eject unmounts the stick and powers it off through UDisks2, and the window says so.
+    Runs last: after the power-off the stick is gone until it is plugged in again."""
+    desktop()
+    src = os.path.join(WORK, "big.bin")
+    if not os.path.exists(src):
+        make_file(src, BIG, 1)
+    unmount()
+    run(FILESYSTEMS["vfat"][0] + [DEV])
+    drop_caches()
+    w = Window()
+    try:
+        tap(wait_for(lambda: w.devices is not None, 60), "gui: the window starts and reports its destination list")
+        mnt = udisks_mount()
+        mounted = time.monotonic()
+        listed = wait_for(lambda: w.lists(mnt), 10)
+        diag(f"gui: UDisks2 mounted the stick at {mnt}; listed after {time.monotonic() - mounted:.2f} s: "
+             f"{w.devices and [d['text'] for d in w.devices['devices']]}")
+        tap(listed, "gui: the stick is listed as soon as it is mounted, without Refresh")
+        tap(listed and any(d["name"] == "STICK" for d in w.devices["devices"]), "gui: listed under its label")
+
+        # Pulled out mid-copy.
+        base = written()
+        w.send(f"copy {mnt} {src}")
+        wait_for(lambda: written() - base >= 30 * MiB or w.job().get("finished"), 120)
+        print("@@SANECOPY PULL@@", flush=True)
+        tap(wait_for(lambda: not os.path.exists("/sys/block/sda"), 20), "gui: pull: the kernel saw the stick go")
+        gone = time.monotonic()
+        ended = wait_for(lambda: w.job().get("finished"), 30)
+        stopped = time.monotonic() - gone
+        job = w.job()
+        diag(f"gui: pull: the job ended {stopped:.2f} s after the stick went: {job.get('state')}: {job.get('status')}")
+        diag(f"gui: pull: problems: {job.get('problems')}")
+        tap(ended and stopped <= 3.0, "gui: pull: the job stops within 3 s", f"{stopped:.2f} s")
+        tap(job.get("removed") is True and "device was removed" in job.get("status", ""),
+            "gui: pull: the job's line says the device was removed")
+        tap("safe to unplug" not in job.get("status", "").lower() and not job.get("safe") and not job.get("can_eject"),
+            "gui: pull: nothing says safe to unplug, no Eject offered")
+        time.sleep(1)
+        tap(not d_state() and w.proc.poll() is None, "gui: pull: the window lives on, no process in D state",
+            " ".join(d_state()))
+        dropped = wait_for(lambda: not w.lists(mnt), 15)
+        tap(dropped, "gui: pull: the stick leaves the destination list")
+        tap(w.shot("usb-vm-gui-pulled.png"), "gui: pull: screenshot saved")
+
+        # Plugged back in: the same copy again.
+        print("@@SANECOPY PLUG@@", flush=True)
+        if not tap(wait_for(lambda: os.path.exists("/sys/block/sda") and os.path.exists(DEV), 60),
+                   f"gui: plug: the stick is back as {DEV}"):
+            return
+        time.sleep(1)
+        rc, text = fsck("vfat")
+        diag(f"gui: fsck -n after the pull: exit {rc}")
+        diag(text[-800:])
+        mnt = udisks_mount()
+        mounted = time.monotonic()
+        tap(wait_for(lambda: w.lists(mnt), 10), "gui: plug: listed again once mounted",
+            f"{time.monotonic() - mounted:.2f} s")
+        first = max(w.jobs)
+        w.send(f"copy {mnt} {src}")
+        done = wait_for(lambda: max(w.jobs) > first and w.job().get("finished"), 300)
+        job = w.job()
+        diag(f"gui: plug: {job.get('state')}: {job.get('status')}")
+        tap(done and job.get("safe") is True, "gui: plug: the copy again ends safe to unplug", job.get("status", ""))
+        tap(filecmp.cmp(src, os.path.join(mnt, "big.bin"), shallow=False), "gui: plug: the file is byte-identical")
+        tap(not [n for n in os.listdir(mnt) if n.endswith(".part")], "gui: plug: no part file left")
+
+        # Eject, as the user presses it.
+        tap(job.get("can_eject") is True, "gui: eject: the finished job offers Eject")
+        w.send("eject")
+        ejected = wait_for(lambda: "Ejected" in w.job().get("status", ""), 60)
+        job = w.job()
+        diag(f"gui: eject: {job.get('status')}")
+        tap(ejected, "gui: eject: the window says the stick was ejected", job.get("status", ""))
+        tap(not os.path.ismount(mnt), "gui: eject: unmounted")
+        tap(wait_for(lambda: not os.path.exists("/sys/block/sda"), 20), "gui: eject: powered off (the disk is gone)")
+        tap(wait_for(lambda: not w.lists(mnt), 15), "gui: eject: the stick leaves the destination list")
+        tap(w.shot("usb-vm-gui-ejected.png"), "gui: eject: screenshot saved")
+    finally:
+        w.close()
+
+
 def main():
     only = None
     for arg in open("/proc/cmdline").read().split():
@@ -495,6 +674,7 @@ def main():
     steps += [("probe", scenario_probe), ("kio", scenario_kio)]
     steps += [(f"pull-{fs}", lambda fs=fs: scenario_pull(fs)) for fs in ("vfat", "exfat")]
     steps += [("pull-kio", lambda: scenario_pull("vfat", "kio"))]
+    steps += [("gui", scenario_gui)]  # last: it powers the stick off
     for name, step in steps:
         if not want(name):
             continue

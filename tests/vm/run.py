@@ -8,10 +8,11 @@ after it made the guest's root image).
 The guest is Debian 13's kernel under qemu's software emulation (KVM does not work here), with a usb-storage stick
 on an xHCI controller, throttled to 10 MB/s and 300 write IOPS after the guest's scheduler merged its requests,
 as a cheap stick counts them. The guest asks over the serial console for the stick to be pulled out or plugged
-back in; this runner does it through QMP. Prints the guest's TAP and a closing "N passed, N failed" line; on a
+back in; this runner does it through QMP. Files it hands over (the window's screenshots) land in DIR. Prints the guest's TAP and a closing "N passed, N failed" line; on a
 failure it keeps the whole console log in DIR and says where.
 """
 import argparse
+import base64
 import json
 import os
 import re
@@ -165,6 +166,13 @@ def main():
                         print("# host: stick plugged back in (QMP blockdev-add, device_add)", flush=True)
                     elif line.startswith("@@SANECOPY TABLE "):
                         table = json.loads(line[len("@@SANECOPY TABLE "):-2])
+                    elif line.startswith("@@SANECOPY FILE "):
+                        # A file the guest hands over (a screenshot): "@@SANECOPY FILE NAME BASE64@@".
+                        name, _, data = line[len("@@SANECOPY FILE "):].rstrip("@").partition(" ")
+                        path = os.path.join(a.work, os.path.basename(name))
+                        with open(path, "wb") as f:
+                            f.write(base64.b64decode(data))
+                        print(f"# host: saved {path}", flush=True)
                     elif line.startswith("@@SANECOPY END"):
                         end_seen = True
                     elif re.match(r"^(not )?ok \d+", line) or line.startswith("#") or line.startswith("1.."):
