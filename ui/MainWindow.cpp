@@ -95,6 +95,8 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     split->addWidget(charts);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
+    // The same 3:2 from the start: the queue's own size hint is one row, which hid a second job below the fold.
+    split->setSizes({300, 200});
     layout->addWidget(split, 1);
     setCentralWidget(central);
 

@@ -8,7 +8,7 @@
 #include <QFrame>
 #include <QGridLayout>
 #include <QLabel>
-#include <QTimer>
+#include <QScrollBar>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -99,6 +99,12 @@ QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), mo
     rows_->addWidget(empty_);
     rows_->addStretch();
     setWidget(content_);
+    connect(verticalScrollBar(), &QScrollBar::rangeChanged, this, [this](int, int max) {
+        if (scrollToNewest_) {
+            verticalScrollBar()->setValue(max);
+            scrollToNewest_ = false;
+        }
+    });
 
     connect(model_, &JobModel::rowsInserted, this, [this](const QModelIndex &, int first, int last) { addRows(first, last); });
     connect(model_, &JobModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
@@ -133,9 +139,10 @@ void QueueView::addRows(int first, int last)
         connect(row, &JobRow::cancelRequested, this, &QueueView::cancelRequested);
         connect(row, &JobRow::ejectRequested, this, &QueueView::ejectRequested);
         row->refresh();
-        // A new job is the one the user is waiting for: scroll to it once the layout has given it a place.
-        QTimer::singleShot(0, row, [this, row] { ensureWidgetVisible(row); });
     }
+    // A new job is the one the user is waiting for. Rows are appended, so it is at the bottom; the scroll range
+    // grows only once the layout has placed it.
+    scrollToNewest_ = first <= last;
     empty_->setVisible(model_->rowCount() == 0);
 }
 

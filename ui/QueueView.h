@@ -76,6 +76,7 @@ private:
     QVBoxLayout *rows_;
     QLabel *empty_;
     bool ejectAvailable_ = false;
+    bool scrollToNewest_ = false; // a job was added: show it once the layout has made room for it
 };
 
 } // namespace SaneCopy

@@ -166,6 +166,25 @@ private Q_SLOTS:
         ::unlink(name.constData());
     }
 
+    void aNewJobIsScrolledIntoView()
+    {
+        JobModel model;
+        QueueView view(&model);
+        view.resize(500, 150); // room for about one row
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        for (quint64 id = 1; id <= 4; ++id) {
+            model.addJob(id, QStringLiteral("job %1").arg(id), QStringLiteral("/d"), {}, {}, false);
+            QCoreApplication::processEvents();
+        }
+        JobRow *last = view.rowFor(4);
+        QVERIFY(last);
+        // The newest row lies inside the viewport once the layout has settled.
+        QTRY_VERIFY(view.viewport()->rect().contains(
+            QRect(last->mapTo(view.viewport(), QPoint(0, 0)), last->size()).adjusted(0, 0, -1, -1)));
+        QVERIFY(!view.viewport()->rect().contains(view.rowFor(1)->mapTo(view.viewport(), QPoint(0, 0))));
+    }
+
     void rendersOffscreen()
     {
         MainWindow w;
