@@ -194,6 +194,14 @@ build_and_pack() {
     mkdir -p "$cache/ccache"
     bind "$cache/ccache" "$r/var/cache/ccache"
     log "building the checkout against KF6 in the Debian 13 root"
+    # One build folder in the root serves whichever checkout is bound at /src, and ninja judges by timestamps: a
+    # checkout whose files are older than the last build's objects (another clone) would link stale objects.
+    # A different checkout starts the folder afresh; ccache keeps that cheap.
+    if [ "$(cat "$r/build/.sanecopy-checkout" 2>/dev/null)" != "$here" ]; then
+        rm -rf "$r/build"
+        mkdir -p "$r/build"
+        echo "$here" >"$r/build/.sanecopy-checkout"
+    fi
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake --build /build
