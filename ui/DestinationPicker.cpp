@@ -13,7 +13,8 @@
 namespace SaneCopy {
 
 namespace {
-enum Kind { DeviceEntry, FolderEntry, ChooseEntry };
+enum Kind { DeviceEntry, FolderEntry, ChooseEntry, UnmountedEntry };
+const QString kUnmounted = QStringLiteral("unmounted:"); // + block device: the item data of an unmounted stick
 }
 
 DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(parent)
@@ -53,7 +54,14 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
 QString DestinationPicker::destination() const
 {
     const int kind = combo_->currentData(Qt::UserRole + 1).toInt();
-    return kind == ChooseEntry ? QString() : combo_->currentData().toString();
+    return kind == ChooseEntry || kind == UnmountedEntry ? QString() : combo_->currentData().toString();
+}
+
+QString DestinationPicker::deviceToMount() const
+{
+    if (combo_->currentData(Qt::UserRole + 1).toInt() != UnmountedEntry)
+        return {};
+    return combo_->currentData().toString().mid(kUnmounted.size());
 }
 
 void DestinationPicker::setDestination(const QString &folder)
@@ -84,12 +92,14 @@ void DestinationPicker::refreshDevices() { setDevices(currentRemovableDevices())
 
 void DestinationPicker::rebuild()
 {
-    const QString current = combo_->count() ? destination() : QString();
-    const bool currentWasDevice = combo_->count() && combo_->currentData(Qt::UserRole + 1).toInt() == DeviceEntry;
+    const QString current = combo_->count() ? combo_->currentData().toString() : QString();
+    const int currentKind = combo_->count() ? combo_->currentData(Qt::UserRole + 1).toInt() : -1;
+    const bool currentWasDevice = currentKind == DeviceEntry || currentKind == UnmountedEntry;
     combo_->clear();
     for (const Device &d : devices_) {
-        combo_->addItem(QIcon::fromTheme(QStringLiteral("drive-removable-media-usb")), d.describe(), d.mountPoint);
-        combo_->setItemData(combo_->count() - 1, DeviceEntry, Qt::UserRole + 1);
+        combo_->addItem(QIcon::fromTheme(QStringLiteral("drive-removable-media-usb")), d.describe(),
+                        d.mounted() ? d.mountPoint : kUnmounted + d.blockDevice);
+        combo_->setItemData(combo_->count() - 1, d.mounted() ? DeviceEntry : UnmountedEntry, Qt::UserRole + 1);
     }
     if (!custom_.isEmpty() && combo_->findData(custom_) < 0) {
         combo_->addItem(QIcon::fromTheme(QStringLiteral("folder")), custom_, custom_);
@@ -105,7 +115,13 @@ void DestinationPicker::rebuild()
     // What is selected stays selected while it exists: a folder the user chose, or a device (another stick
     // coming or going does not move the selection). Otherwise the first device (a stick just plugged in) is
     // the likeliest destination.
-    const int keep = (userChose_ || currentWasDevice) && !current.isEmpty() ? combo_->findData(current) : -1;
+    int keep = (userChose_ || currentWasDevice) && !current.isEmpty() ? combo_->findData(current) : -1;
+    if (keep < 0 && current.startsWith(kUnmounted)) {
+        // The stick chosen before it was mounted is mounted now: the same stick stays chosen.
+        for (const Device &d : devices_)
+            if (d.mounted() && d.blockDevice == current.mid(kUnmounted.size()))
+                keep = combo_->findData(d.mountPoint);
+    }
     combo_->setCurrentIndex(keep >= 0 ? keep : 0);
 }
 

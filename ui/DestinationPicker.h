@@ -19,7 +19,10 @@ public:
     // |watch|: follow mounts and UDisks2 by itself (off in tests that set the devices).
     explicit DestinationPicker(QWidget *parent = nullptr, bool watch = true);
 
+    // The chosen folder; empty while the choice is a device that is not mounted yet (see deviceToMount()).
     QString destination() const;
+    // The block device of the chosen entry when it is a stick nobody mounted yet ("sdb1"), else empty.
+    QString deviceToMount() const;
     void setDestination(const QString &folder);
     // Replaces the device entries (the rest stays).
     void setDevices(const QList<Device> &devices);

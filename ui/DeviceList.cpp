@@ -4,6 +4,7 @@
 #include "Format.h"
 #include "Udisks.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QStorageInfo>
@@ -14,6 +15,9 @@ namespace SaneCopy {
 QString Device::describe() const
 {
     QString text = name;
+    if (!mounted())
+        return size >= 0 ? QObject::tr("%1 — %2, not mounted yet").arg(name, formatBytes(double(size)))
+                         : QObject::tr("%1 — not mounted yet").arg(name);
     if (size >= 0 && free >= 0)
         text += QStringLiteral(" — %1, %2 free").arg(formatBytes(double(size)), formatBytes(double(free)));
     else if (size >= 0)
@@ -53,6 +57,74 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
     return devices;
 }
 
+QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> &mounts, const QString &sysfsRoot,
+                                        const QString &udevRoot, const LabelLookup &labels)
+{
+    QList<Device> devices;
+    const std::string root = sysfsRoot.toStdString();
+    const QStringList entries = QDir(sysfsRoot + QStringLiteral("/dev/block")).entryList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot, QDir::Name);
+    for (const QString &entry : entries) {
+        const QStringList majmin = entry.split(QLatin1Char(':'));
+        bool okMajor = false, okMinor = false;
+        const unsigned major = majmin.value(0).toUInt(&okMajor), minor = majmin.value(1).toUInt(&okMinor);
+        if (majmin.size() != 2 || !okMajor || !okMinor)
+            continue;
+        if (std::any_of(mounts.begin(), mounts.end(),
+                        [&](const sanecopy::MountEntry &m) { return m.dev_major == major && m.dev_minor == minor; }))
+            continue;
+        sanecopy::DeviceInfo info;
+        if (!sanecopy::probe_block_device(major, minor, root, info) || !info.removable)
+            continue;
+        QFile udev(udevRoot + QStringLiteral("/b") + entry);
+        if (!udev.open(QIODevice::ReadOnly))
+            continue;
+        const QByteArray record = udev.readAll();
+        const std::string fsType = sanecopy::parse_udev_fs_type(std::string_view(record.constData(), size_t(record.size())));
+        if (fsType.empty() || fsType == "swap" || fsType == "crypto_LUKS")
+            continue; // a partition table, swap or an encrypted volume: nothing to copy files into as it is
+        Device d;
+        d.blockDevice = QString::fromStdString(info.block_device);
+        d.fsType = QString::fromStdString(fsType);
+        d.removable = true;
+        if (labels)
+            d.name = labels(d.blockDevice);
+        if (d.name.isEmpty()) {
+            // The _ENC form keeps the label's spaces and bytes, escaped as \xHH (ID_FS_LABEL has '_' for them).
+            for (const QByteArray &line : record.split('\n')) {
+                if (!line.startsWith("E:ID_FS_LABEL_ENC="))
+                    continue;
+                const QByteArray enc = line.mid(18);
+                QByteArray raw;
+                for (qsizetype i = 0; i < enc.size(); ++i) {
+                    bool ok = false;
+                    const int byte = enc.mid(i + 2, 2).toInt(&ok, 16);
+                    if (enc.mid(i, 2) == "\\x" && ok) {
+                        raw += char(byte);
+                        i += 3;
+                    } else {
+                        raw += enc[i];
+                    }
+                }
+                d.name = QString::fromUtf8(raw);
+            }
+        }
+        if (d.name.isEmpty())
+            d.name = d.blockDevice;
+        QFile sectors(sysfsRoot + QStringLiteral("/dev/block/") + entry + QStringLiteral("/size"));
+        if (sectors.open(QIODevice::ReadOnly)) {
+            bool ok = false;
+            const qint64 n = sectors.readAll().trimmed().toLongLong(&ok);
+            if (ok && n > 0)
+                d.size = n * 512; // sysfs counts 512-byte sectors whatever the device's own
+        }
+        devices.append(d);
+    }
+    std::sort(devices.begin(), devices.end(), [](const Device &a, const Device &b) {
+        return QString::localeAwareCompare(a.name, b.name) < 0;
+    });
+    return devices;
+}
+
 QList<Device> currentRemovableDevices()
 {
     QFile f(QStringLiteral("/proc/self/mountinfo"));
@@ -61,7 +133,7 @@ QList<Device> currentRemovableDevices()
     const QByteArray text = f.readAll();
     const auto mounts = sanecopy::parse_mountinfo(std::string_view(text.constData(), size_t(text.size())));
     const bool udisks = Udisks::available();
-    return removableDevices(
+    QList<Device> devices = removableDevices(
         mounts, QStringLiteral("/sys"),
         [](const QString &mountPoint, qint64 &size, qint64 &free) {
             QStorageInfo storage(mountPoint);
@@ -72,6 +144,11 @@ QList<Device> currentRemovableDevices()
             return true;
         },
         udisks ? LabelLookup(&Udisks::label) : LabelLookup());
+    // Only UDisks2 can mount a stick for the user; without it an unmounted one is no destination.
+    if (udisks)
+        devices += unmountedRemovableDevices(mounts, QStringLiteral("/sys"), QStringLiteral("/run/udev/data"),
+                                             LabelLookup(&Udisks::label));
+    return devices;
 }
 
 } // namespace SaneCopy

@@ -14,7 +14,7 @@
 namespace SaneCopy {
 
 struct Device {
-    QString mountPoint;
+    QString mountPoint;  // empty: not mounted yet (UDisks2 mounts it when it is chosen)
     QString name;        // the filesystem label, else the mount point's last component
     QString blockDevice; // "sdb1"
     QString fsType;
@@ -22,6 +22,7 @@ struct Device {
     qint64 size = -1;    // -1: unknown
     qint64 free = -1;
     QString describe() const; // "STICK — 14.9 GiB, 12.1 GiB free"
+    bool mounted() const { return !mountPoint.isEmpty(); }
 };
 
 using SizeLookup = std::function<bool(const QString &mountPoint, qint64 &size, qint64 &free)>;
@@ -33,6 +34,14 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
                                const SizeLookup &sizes, const LabelLookup &labels = {});
 
 // The real thing: this process's mounts, /sys, QStorageInfo, UDisks2 labels where available.
+// Filesystems on removable disks that nobody mounted yet: a stick just plugged in on a desktop that does not
+// mount on its own. Found from sysfs (every /dev/block entry that probe_block_device calls removable) and udev's
+// database under |udevRoot| (ID_FS_TYPE: only what holds a filesystem); the ones in |mounts| are left out. Their
+// size comes from sysfs, their name from |labels|, else udev's label.
+QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> &mounts, const QString &sysfsRoot,
+                                        const QString &udevRoot, const LabelLookup &labels = {});
+
+// The mounted removable devices, and with UDisks2 running (which can mount them) the unmounted ones after them.
 QList<Device> currentRemovableDevices();
 
 } // namespace SaneCopy

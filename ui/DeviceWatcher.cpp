@@ -2,6 +2,8 @@
 #include "DeviceWatcher.h"
 
 #include <QDBusConnection>
+#include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QSocketNotifier>
 #include <fcntl.h>
 #include <unistd.h>
@@ -26,15 +28,25 @@ DeviceWatcher::DeviceWatcher(QObject *parent, int settleMs) : QObject(parent)
         connect(mounts_, &QSocketNotifier::activated, &settle_, qOverload<>(&QTimer::start));
     }
 
-    // Connecting to a service that is not running is fine: the bus delivers its signals once it starts.
+    // udev's database: a file per device, written when udev has probed it (a stick plugged in, a new filesystem
+    // on it), so an unmounted stick shows up with its filesystem type known.
+    if (QFileInfo(QStringLiteral("/run/udev/data")).isDir()) {
+        udev_ = new QFileSystemWatcher({QStringLiteral("/run/udev/data")}, this);
+        connect(udev_, &QFileSystemWatcher::directoryChanged, &settle_, qOverload<>(&QTimer::start));
+    }
+
+    // Connecting to a service that is not running is fine: the bus delivers its signals once it starts. The
+    // signatures are spelled out: QtDBus delivers a signal to a slot only when its arguments match.
     QDBusConnection bus = QDBusConnection::systemBus();
     if (bus.isConnected()) {
         const QString objectManager = QStringLiteral("org.freedesktop.DBus.ObjectManager");
-        bus.connect(kService, kRoot, objectManager, QStringLiteral("InterfacesAdded"), this, SLOT(onUdisksSignal()));
-        bus.connect(kService, kRoot, objectManager, QStringLiteral("InterfacesRemoved"), this, SLOT(onUdisksSignal()));
+        bus.connect(kService, kRoot, objectManager, QStringLiteral("InterfacesAdded"), QStringLiteral("oa{sa{sv}}"),
+                    this, SLOT(onUdisksSignal()));
+        bus.connect(kService, kRoot, objectManager, QStringLiteral("InterfacesRemoved"), QStringLiteral("oas"), this,
+                    SLOT(onUdisksSignal()));
         // An empty path: every object of the service (each block device is one).
         bus.connect(kService, QString(), QStringLiteral("org.freedesktop.DBus.Properties"),
-                    QStringLiteral("PropertiesChanged"), this, SLOT(onUdisksSignal()));
+                    QStringLiteral("PropertiesChanged"), QStringLiteral("sa{sv}as"), this, SLOT(onUdisksSignal()));
     }
 }
 

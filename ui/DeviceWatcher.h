@@ -3,9 +3,11 @@
 // Tells when the set of mounted devices may have changed, so the destination list follows a stick being plugged
 // in, mounted, unmounted or pulled out without a Refresh.
 //
-// Two sources, either of which is enough on its own:
+// Three sources, each enough for what it sees:
 // - /proc/self/mountinfo, which the kernel marks with POLLPRI on every mount or unmount in our namespace: works
 //   with no desktop services at all;
+// - udev's database folder (/run/udev/data), whose files come and go as udev probes devices: a stick plugged in
+//   and not mounted yet;
 // - UDisks2's signals on the system bus (objects added or removed, a filesystem's MountPoints changed): reaches
 //   a sandbox whose mount namespace does not see new mounts at once.
 // Bursts (a stick with three partitions, udisks' own follow-up property changes) are folded into one changed().
@@ -14,6 +16,7 @@
 #include <QObject>
 #include <QTimer>
 
+class QFileSystemWatcher;
 class QSocketNotifier;
 
 namespace SaneCopy {
@@ -35,6 +38,7 @@ private Q_SLOTS:
 private:
     int mountinfoFd_ = -1;
     QSocketNotifier *mounts_ = nullptr;
+    QFileSystemWatcher *udev_ = nullptr;
     QTimer settle_;
 };
 

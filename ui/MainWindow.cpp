@@ -164,7 +164,7 @@ void MainWindow::applyCommandLine(const CommandLine &cmd)
 void MainWindow::updateHint()
 {
     const int n = int(sources_->sources().size());
-    copy_->setEnabled(n > 0 && !destination_->destination().isEmpty());
+    copy_->setEnabled(n > 0 && !(destination_->destination().isEmpty() && destination_->deviceToMount().isEmpty()));
     if (n == 0)
         hint_->setText(tr("Drop files or folders above, or add them with the buttons."));
     else
@@ -178,8 +178,27 @@ void MainWindow::startCopy()
 {
     const PathList sources = sources_->sources();
     const QByteArray destination = QFile::encodeName(destination_->destination());
-    if (sources.isEmpty() || destination.isEmpty())
+    if (sources.isEmpty())
         return;
+    if (destination.isEmpty()) {
+        const QString block = destination_->deviceToMount();
+        if (block.isEmpty())
+            return;
+        // A stick nobody mounted yet: UDisks2 mounts it where the desktop would, then the copy goes on.
+        copy_->setEnabled(false);
+        hint_->setText(tr("Mounting the stick…"));
+        Udisks::mount(block, this, [this](bool ok, const QString &mountPointOrMessage) {
+            if (!ok) {
+                updateHint();
+                hint_->setText(mountPointOrMessage);
+                return;
+            }
+            destination_->refreshDevices();
+            destination_->setDestination(mountPointOrMessage);
+            startCopy();
+        });
+        return;
+    }
     const quint64 id = nextPlan_++;
     planning_.insert(id, {sources, destination, verify_->isChecked(), false});
     copy_->setEnabled(false);

@@ -44,6 +44,22 @@ QString Udisks::label(const QString &blockDevice)
         .toString();
 }
 
+void Udisks::mount(const QString &blockDevice, QObject *context,
+                   std::function<void(bool, const QString &)> done)
+{
+    QDBusInterface fs(kService, blockPath(blockDevice), QStringLiteral("org.freedesktop.UDisks2.Filesystem"),
+                      QDBusConnection::systemBus());
+    auto *call = new QDBusPendingCallWatcher(fs.asyncCall(QStringLiteral("Mount"), QVariantMap()), context);
+    QObject::connect(call, &QDBusPendingCallWatcher::finished, context, [done](QDBusPendingCallWatcher *w) {
+        w->deleteLater();
+        QDBusPendingReply<QString> reply = *w;
+        if (reply.isError())
+            done(false, QObject::tr("Could not mount it: %1").arg(reply.error().message()));
+        else
+            done(true, reply.value());
+    });
+}
+
 void Udisks::eject(const QString &blockDevice, QObject *context, std::function<void(bool, const QString &)> done)
 {
     const QString path = blockPath(blockDevice);

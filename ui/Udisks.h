@@ -18,6 +18,10 @@ public:
     static QString label(const QString &blockDevice);
     // Unmounts the filesystem on |blockDevice| and powers its drive off. |done| runs on the calling thread's
     // event loop, with a message for the user. |context| ends the wait if it is destroyed first.
+    // Mounts the filesystem on |blockDevice| where the desktop mounts sticks (UDisks2 picks the folder, the user may
+    // be asked to authorise). |done| gets the mount point, or a message for the user.
+    static void mount(const QString &blockDevice, QObject *context,
+                      std::function<void(bool ok, const QString &mountPointOrMessage)> done);
     static void eject(const QString &blockDevice, QObject *context, std::function<void(bool ok, const QString &message)> done);
 };
 

@@ -126,6 +126,40 @@ private Q_SLOTS:
         QCOMPARE(changed.count(), 1);
     }
 
+    void unmountedStickFromSysfsAndUdev()
+    {
+        const QList<Device> devices = unmountedRemovableDevices(
+            fixtureMounts(), QStringLiteral(SANECOPY_FIXTURES "/sysfs"), QStringLiteral(SANECOPY_FIXTURES "/udev"));
+        // sdb1 is mounted, sdb holds only a partition table, the NVMe disk and loop3 are not removable.
+        QCOMPARE(devices.size(), 1);
+        QCOMPARE(devices[0].blockDevice, QStringLiteral("sdb2"));
+        QCOMPARE(devices[0].fsType, QStringLiteral("exfat"));
+        QCOMPARE(devices[0].name, QStringLiteral("PHOTOS 2026")); // udev's escaped label, not its '_' form
+        QCOMPARE(devices[0].size, qint64(2097152) * 512);
+        QVERIFY(!devices[0].mounted());
+        QVERIFY(devices[0].describe().contains(QStringLiteral("not mounted yet")));
+        // UDisks2's label wins when it is there.
+        const QList<Device> labelled = unmountedRemovableDevices(
+            fixtureMounts(), QStringLiteral(SANECOPY_FIXTURES "/sysfs"), QStringLiteral(SANECOPY_FIXTURES "/udev"),
+            [](const QString &) { return QStringLiteral("Holiday"); });
+        QCOMPARE(labelled.value(0).name, QStringLiteral("Holiday"));
+    }
+
+    void anUnmountedStickIsAChoiceToMount()
+    {
+        DestinationPicker picker(nullptr, false);
+        Device photos = stick("", "PHOTOS");
+        photos.blockDevice = QStringLiteral("sdb2");
+        picker.setDevices({photos});
+        QCOMPARE(picker.destination(), QString()); // nothing to copy into until it is mounted
+        QCOMPARE(picker.deviceToMount(), QStringLiteral("sdb2"));
+        // Mounted now (by the window or the desktop), listed after another stick: it stays the choice.
+        photos.mountPoint = QStringLiteral("/media/anna/PHOTOS");
+        picker.setDevices({stick("/media/a", "A"), photos});
+        QCOMPARE(picker.destination(), QStringLiteral("/media/anna/PHOTOS"));
+        QCOMPARE(picker.deviceToMount(), QString());
+    }
+
     void watcherSeesMountAndUnmount()
     {
         if (::geteuid() != 0)

@@ -550,6 +550,10 @@ class Window:
     def lists(self, mount):
         return self.devices is not None and any(d["mount"] == mount for d in self.devices["devices"])
 
+    def lists_unmounted(self, name):
+        return self.devices is not None and any(d["name"] == name and not d["mounted"]
+                                                for d in self.devices["devices"])
+
     def job(self):
         return self.jobs[max(self.jobs)] if self.jobs else {}
 
@@ -624,19 +628,28 @@ def scenario_gui():
         if not tap(wait_for(lambda: os.path.exists("/sys/block/sda") and os.path.exists(DEV), 60),
                    f"gui: plug: the stick is back as {DEV}"):
             return
-        time.sleep(1)
+        back = time.monotonic()
+        # Nobody mounts it this time: the window lists it as it is, and mounts it through UDisks2 when chosen.
+        listed = wait_for(lambda: w.lists_unmounted("STICK"), 20)
+        diag(f"gui: plug: listed {time.monotonic() - back:.2f} s after the disk appeared: "
+             f"{w.devices and [d['text'] for d in w.devices['devices']]}")
+        if not listed:
+            w.send("refresh")
+            time.sleep(2)
+            diag(f"gui: plug: after a forced refresh the list shows "
+                 f"{w.devices and [d['text'] for d in w.devices['devices']]}; udev: "
+                 f"{run(['cat', '/run/udev/data/b' + open('/sys/block/sda/dev').read().strip()], check=False).stdout[:300]!r}")
+        tap(listed, "gui: plug: the unmounted stick is listed as soon as it is plugged in")
         rc, text = fsck("vfat")
         diag(f"gui: fsck -n after the pull: exit {rc}")
         diag(text[-800:])
-        mnt = udisks_mount()
-        mounted = time.monotonic()
-        tap(wait_for(lambda: w.lists(mnt), 10), "gui: plug: listed again once mounted",
-            f"{time.monotonic() - mounted:.2f} s")
         first = max(w.jobs)
-        w.send(f"copy {mnt} {src}")
+        w.send(f"copy-to STICK {src}")
         done = wait_for(lambda: max(w.jobs) > first and w.job().get("finished"), 300)
         job = w.job()
-        diag(f"gui: plug: {job.get('state')}: {job.get('status')}")
+        mnt = next((line.split()[1] for line in open("/proc/mounts") if line.startswith(DEV + " ")), "")
+        diag(f"gui: plug: the window had UDisks2 mount it at {mnt!r}; {job.get('state')}: {job.get('status')}")
+        tap(mnt.startswith("/media/"), "gui: plug: choosing it and pressing Copy mounted it through UDisks2", mnt)
         tap(done and job.get("safe") is True, "gui: plug: the copy again ends safe to unplug", job.get("status", ""))
         tap(filecmp.cmp(src, os.path.join(mnt, "big.bin"), shallow=False), "gui: plug: the file is byte-identical")
         tap(not [n for n in os.listdir(mnt) if n.endswith(".part")], "gui: plug: no part file left")

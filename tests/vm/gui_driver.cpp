@@ -5,6 +5,7 @@
 // what the window shows on stdout, one JSON object a line:
 //
 //   copy DEST FILE...   start a copy, as `sanecopy --to DEST FILE...` does
+//   copy-to NAME FILE...  add FILEs, choose the destination entry whose text starts with NAME, press Copy
 //   eject               press the Eject button of the newest job's row
 //   shot PATH           save the window as a PNG
 //   quit
@@ -19,9 +20,12 @@
 #include "JobModel.h"
 #include "MainWindow.h"
 #include "QueueView.h"
+#include "SourceDropArea.h"
 #include "job_control.h"
 
 #include <QApplication>
+#include <QComboBox>
+#include <QPushButton>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -47,6 +51,7 @@ void reportDevices(const DestinationPicker *picker)
         list.append(QJsonObject{{QStringLiteral("mount"), d.mountPoint},
                                 {QStringLiteral("name"), d.name},
                                 {QStringLiteral("block"), d.blockDevice},
+                                {QStringLiteral("mounted"), d.mounted()},
                                 {QStringLiteral("text"), d.describe()}});
     emitEvent({{QStringLiteral("event"), QStringLiteral("devices")}, {QStringLiteral("devices"), list},
                {QStringLiteral("selected"), picker->destination()}});
@@ -86,6 +91,21 @@ void command(MainWindow &window, const QByteArray &line)
         cmd.destination = words[1];
         cmd.files = words.mid(2);
         window.applyCommandLine(cmd);
+    } else if (verb == "copy-to" && words.size() >= 3) {
+        window.sourceArea()->addSources(words.mid(2));
+        auto *combo = window.destinationPicker()->findChild<QComboBox *>();
+        const int index = combo ? combo->findText(QString::fromUtf8(words[1]), Qt::MatchStartsWith) : -1;
+        if (index < 0) {
+            emitEvent({{QStringLiteral("event"), QStringLiteral("error")}, {QStringLiteral("what"), QStringLiteral("no such destination entry")}});
+            return;
+        }
+        combo->setCurrentIndex(index);
+        Q_EMIT combo->activated(index); // what a click on the entry sends
+        if (!window.copyButton()->isEnabled()) {
+            emitEvent({{QStringLiteral("event"), QStringLiteral("error")}, {QStringLiteral("what"), QStringLiteral("Copy is disabled")}});
+            return;
+        }
+        window.copyButton()->click();
     } else if (verb == "eject") {
         if (QToolButton *b = ejectButton(window))
             b->click();
@@ -95,6 +115,8 @@ void command(MainWindow &window, const QByteArray &line)
         const QString path = QString::fromLocal8Bit(words[1]);
         const bool ok = window.grab().save(path);
         emitEvent({{QStringLiteral("event"), QStringLiteral("shot")}, {QStringLiteral("path"), path}, {QStringLiteral("ok"), ok}});
+    } else if (verb == "refresh") { // for a diagnosis only: what the list would show if it looked now
+        window.destinationPicker()->refreshDevices();
     } else if (verb == "quit") {
         QApplication::quit();
     } else if (!verb.isEmpty()) {
