@@ -215,6 +215,7 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
     uint64_t data_end = sparse ? start : size; // end of the data segment |off| is in; looked up when reached
 
     uint64_t off = start;
+    double next_checkpoint = monotonic_seconds() + session.checkpoint_seconds;
     while (off < size) {
         if (sparse && off >= data_end) {
             off_t data = sys().lseek(src, off_t(off), SEEK_DATA);
@@ -266,6 +267,11 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
         if (!s)
             return s;
         off += moved;
+        if (session.checkpoint && session.checkpoint_seconds > 0 && monotonic_seconds() >= next_checkpoint) {
+            if (Status cs = session.checkpoint(); !cs)
+                return cs;
+            next_checkpoint = monotonic_seconds() + session.checkpoint_seconds;
+        }
         // What this copy holds in the cache right now, for the dirty-memory chart: one cheap call per chunk.
         if (auto cs = cachestat(dst))
             counters.own_dirty_bytes.store(int64_t((cs->dirty + cs->writeback) * page_bytes()),

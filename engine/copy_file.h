@@ -10,6 +10,7 @@
 #include "result.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -45,6 +46,12 @@ struct CopySession {
     RateMeter meter;
     uint64_t durable_total = 0; // all files of the job, for the meter
     std::vector<char> buffer;   // for the read/write fallback only, allocated on first use
+    // Resume points. Windows make the data durable, not the size and allocation that find it, nor the part
+    // file's folder entry: a stick pulled out mid-file would keep nothing to resume from. So every
+    // |checkpoint_seconds| of a big file's copy, copy_file_data calls |checkpoint| (set by the caller per file;
+    // empty: none), which makes what was written so far findable on the device.
+    double checkpoint_seconds = 5.0;
+    std::function<Status()> checkpoint;
 
     // Call whenever bytes became durable: feeds the meter and publishes the rate.
     void count_durable(uint64_t bytes, ProgressCounters &counters);

@@ -129,6 +129,7 @@ public:
     JobRunner(const JobSpec &spec, const JobControl &control, ProgressCounters &counters, const JobEventSink &sink)
         : spec_(spec), control_(control), counters_(counters), sink_(sink), session_(CopyRoute{}, spec.limits)
     {
+        session_.checkpoint_seconds = spec.checkpoint_seconds;
     }
 
     JobSummary run();
@@ -596,6 +597,23 @@ Status JobRunner::copy_regular(const std::string &source, const SharedDirFd &src
             return Status::from_errno(errno, "allocate", pf.display_path());
     }
     FileCopyResult copied;
+    if (!small && syncs()) {
+        // The checkpoint: the part file's size and allocation, and once its folder entry, on the device.
+        bool entry_synced = false;
+        session_.checkpoint = [&]() -> Status {
+            if (Status ds = pf.sync_data(device_.data_sync); !ds)
+                return ds;
+            if (!entry_synced) {
+                entry_synced = true;
+                return sync_directory(dst_dir->get(), dst_display);
+            }
+            return {};
+        };
+    }
+    struct ForgetCheckpoint {
+        CopySession &session;
+        ~ForgetCheckpoint() { session.checkpoint = nullptr; }
+    } forget{session_};
     Status s = small ? copy_small_file_data(in.get(), pf.fd(), size, session_, counters_, pf.display_path(), copied)
                      : copy_file_data(in.get(), pf.fd(), size, session_, control_, counters_, pf.display_path(),
                                       copied, start);

@@ -49,6 +49,8 @@ struct JobSpec {
     uint64_t batch_bytes = 16 * 1024 * 1024;      // a batch's bytes stay within the dirty budget
     unsigned batch_files = 256;                   // and its descriptors within reason
     ChunkLimits limits;
+    // How often a big file's progress is made resumable after a crash or a pulled stick (CopySession).
+    double checkpoint_seconds = 5.0;
     // Read every file back from the device after it is durable and compare XXH3 hashes with the source.
     bool verify = false;
     // Names the target filesystem refuses (FAT/exFAT) are copied under a safe name instead of being left out.

@@ -350,6 +350,32 @@ TEST_CASE("resume: a part file left by an interrupted copy is continued from its
     CHECK(run.first(JobEvent::Kind::FileDone)->message.find("resumed") != std::string::npos);
 }
 
+TEST_CASE("resume points: a big file's size and folder entry reach the device every checkpoint_seconds")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 24 * MiB);
+    FaultSyscalls fs;
+    fs.data_delay = std::chrono::milliseconds(20); // about half a second for the whole file
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "src"}, t / "dst");
+    spec.checkpoint_seconds = 0.05;
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    // Several checkpoints and the final sync; the folder entry once at the first checkpoint and once at the end.
+    CHECK(fs.fdatasync_calls >= 3);
+    CHECK(fs.fsync_calls == 2);
+
+    FaultSyscalls quiet;
+    quiet.data_delay = std::chrono::milliseconds(20);
+    ScopedSyscalls seam2(quiet);
+    spec.checkpoint_seconds = 0; // none: only the final sync
+    REQUIRE(::unlink((t / "dst").c_str()) == 0);
+    REQUIRE(run_job(spec).summary.ok());
+    CHECK(quiet.fdatasync_calls == 1);
+    CHECK(quiet.fsync_calls == 1);
+}
+
 TEST_CASE("resume: a part file of some other content is started over, not trusted")
 {
     TempDir t;

@@ -419,8 +419,9 @@ def scenario_pull(fs, tool="sanecp"):
     base = written()
     p = subprocess.Popen(copy_command(tool, src), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          errors="replace", env=KIO_ENV)
-    # Well into the copy: 30 MiB on the device.
-    wait_for(lambda: written() - base >= 30 * MiB or p.poll() is not None, 120)
+    # Well into the copy: for sanecp past its first resume point (5 s, about 50 MiB on this stick); the KIO worker
+    # streams without resume points.
+    wait_for(lambda: written() - base >= (70 if tool == "sanecp" else 30) * MiB or p.poll() is not None, 120)
     pulled_at = written() - base
     print("@@SANECOPY PULL@@", flush=True)
     tap(wait_for(lambda: not os.path.exists("/sys/block/sda"), 20), f"{name}: pull: the kernel saw the stick go")
@@ -449,10 +450,23 @@ def scenario_pull(fs, tool="sanecp"):
     diag(f"{name}: on the stick after replugging: {os.listdir(MNT)}")
     tap(not os.path.exists(f"{MNT}/big.bin") or filecmp.cmp(src, f"{MNT}/big.bin", shallow=False),
         f"{name}: plug: no half file under the real name")
+    part = os.path.join(MNT, ".big.bin.part")
+    kept = os.path.getsize(part) if os.path.exists(part) else 0
+    diag(f"{name}: the part file after replugging: {kept / MiB:.1f} MiB")
+    # Known gap on the kernel's exFAT: after fdatasync of the part file and fsync of its folder at the resume point,
+    # the stick came back with no file at all (fsck.exfat: files 0); on vfat the part file kept 49 MiB.
+    gap = "exFAT keeps no part file across a pull" if fs == "exfat" else ""
+    if tool == "sanecp":
+        tap(kept >= 16 * MiB, f"{name}: plug: a resume point left a part file on the stick", f"{kept / MiB:.1f} MiB",
+            todo=gap)
     t0 = time.monotonic()
     again = run(copy_command(tool, src), check=False, env=KIO_ENV, timeout=300)
     secs = time.monotonic() - t0
     tap(again.returncode == 0, f"{name}: plug: the same command again exits 0", again.stderr.strip()[-200:])
+    if tool == "sanecp":
+        said = again.stdout + again.stderr
+        tap("resumed after" in said, f"{name}: plug: it resumed from the part file",
+            next((l for l in said.splitlines() if "resumed" in l), "")[:200], todo=gap)
     tap(filecmp.cmp(src, f"{MNT}/big.bin", shallow=False), f"{name}: plug: the file is byte-identical")
     tap(not [n for n in os.listdir(MNT) if n.endswith(".part")], f"{name}: plug: no part file left")
     diag(f"{name}: the rerun took {secs:.2f} s")
