@@ -158,9 +158,15 @@ def main():
                     elif line.startswith("@@SANECOPY PLUG@@"):
                         qmp = qmp or Qmp(qmp_path)
                         plugs += 1
-                        # The -drive backend went with the device: a new node for the same image.
-                        qmp.execute("blockdev-add", **{"driver": "raw", "node-name": f"stick{plugs}",
-                                                       "file": {"driver": "file", "filename": stick}})
+                        # The -drive backend went with the device: new nodes for the same image, throttled as the
+                        # first one was (a throttle filter in its own group), so a replugged stick is as slow.
+                        qmp.execute("object-add", **{"qom-type": "throttle-group", "id": f"tg{plugs}",
+                                                     "limits": {"bps-write": WRITE_BPS, "iops-write": WRITE_IOPS}})
+                        qmp.execute("blockdev-add", **{"driver": "raw", "node-name": f"stick{plugs}-raw",
+                                                       "file": {"driver": "file", "filename": stick, "aio": "native",
+                                                                "cache": {"direct": True}}})
+                        qmp.execute("blockdev-add", **{"driver": "throttle", "node-name": f"stick{plugs}",
+                                                       "throttle-group": f"tg{plugs}", "file": f"stick{plugs}-raw"})
                         qmp.execute("device_add", driver="usb-storage", bus="xhci.0", drive=f"stick{plugs}",
                                     id=f"stickdev{plugs}", removable=True)
                         print("# host: stick plugged back in (QMP blockdev-add, device_add)", flush=True)
