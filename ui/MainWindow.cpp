@@ -106,6 +106,9 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     connect(copy_, &QPushButton::clicked, this, &MainWindow::startCopy);
     connect(sources_, &SourceDropArea::sourcesChanged, this, &MainWindow::updateHint);
     connect(destination_, &DestinationPicker::destinationChanged, this, &MainWindow::updateHint);
+    // UDisks2 may start after the window (or stop): Eject follows, checked whenever the devices change.
+    connect(destination_, &DestinationPicker::devicesChanged, queue_,
+            [this] { queue_->setEjectAvailable(Udisks::available()); });
     connect(bridge_, &EngineBridge::progress, model_, &JobModel::onProgress);
     connect(bridge_, &EngineBridge::skipped, model_, &JobModel::onSkipped);
     connect(bridge_, &EngineBridge::failed, model_, &JobModel::onFailed);

@@ -115,6 +115,13 @@ QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), mo
     addRows(0, model_->rowCount() - 1);
 }
 
+void QueueView::setEjectAvailable(bool available)
+{
+    ejectAvailable_ = available;
+    for (JobRow *row : content_->findChildren<JobRow *>(Qt::FindDirectChildrenOnly))
+        row->setEjectAvailable(available);
+}
+
 JobRow *QueueView::rowFor(quint64 jobId) const
 {
     for (JobRow *row : content_->findChildren<JobRow *>(Qt::FindDirectChildrenOnly))

@@ -59,7 +59,8 @@ class QueueView : public QScrollArea {
 public:
     explicit QueueView(JobModel *model, QWidget *parent = nullptr);
     JobRow *rowFor(quint64 jobId) const;
-    void setEjectAvailable(bool available) { ejectAvailable_ = available; }
+    // Whether Eject can work (UDisks2 is there); rows already shown follow too.
+    void setEjectAvailable(bool available);
     bool ejectAvailable() const { return ejectAvailable_; }
 
 Q_SIGNALS:

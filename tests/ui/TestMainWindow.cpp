@@ -185,6 +185,25 @@ private Q_SLOTS:
         QVERIFY(!view.viewport()->rect().contains(view.rowFor(1)->mapTo(view.viewport(), QPoint(0, 0))));
     }
 
+    void ejectFollowsWhetherItCanWork()
+    {
+        JobModel model;
+        QueueView view(&model);
+        model.addJob(1, QStringLiteral("a → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        model.onFinished(1, true, false, 10, 1, 0);
+        auto ejectShown = [&] {
+            for (QToolButton *b : view.rowFor(1)->findChildren<QToolButton *>())
+                if (b->text() == QueueView::tr("Eject"))
+                    return !b->isHidden();
+            return false;
+        };
+        view.setEjectAvailable(false); // no UDisks2: the button could only fail
+        QVERIFY(!ejectShown());
+        view.setEjectAvailable(true); // it came up later: the row already shown offers Eject now
+        QVERIFY(ejectShown());
+    }
+
     void rendersOffscreen()
     {
         MainWindow w;
