@@ -24,7 +24,9 @@ namespace SaneCopy {
 class DeviceWatcher : public QObject {
     Q_OBJECT
 public:
-    explicit DeviceWatcher(QObject *parent = nullptr, int settleMs = 250);
+    enum Source { Mounts = 1, Udev = 2, Udisks = 4, All = Mounts | Udev | Udisks };
+    // |sources|: all in the window; a test of one source watches only that one.
+    explicit DeviceWatcher(QObject *parent = nullptr, int settleMs = 250, int sources = All);
     ~DeviceWatcher() override;
 
     bool watchesMounts() const { return mounts_ != nullptr; }

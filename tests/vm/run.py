@@ -60,21 +60,26 @@ class Qmp:
             return reply.get("return")
 
 
+def print_table(header, rows):
+    """One Markdown table as TAP comments."""
+    print("# | " + " | ".join(header) + " |")
+    print("# |" + "---|" * len(header))
+    for row in rows:
+        print("# | " + " | ".join(row) + " |")
+
+
 def print_tables(table):
-    """The run's figures as the Markdown tables docs/usb-vm.md keeps, as TAP comments."""
+    """The run's figures as the Markdown tables docs/usb-vm.md keeps."""
     mib = 1 << 20
     if table.get("big"):
-        print("# | fs | dd oflag=direct | cp + sync | sanecp | sanecp / better | sanecp peak dirty | cp peak dirty |")
-        print("# |---|---|---|---|---|---|---|")
-        for r in table["big"]:
-            print(f"# | {r['fs']} | {r['dd']:.2f} s | {r['cp']:.2f} s | {r['sanecp']:.2f} s | {r['ratio']:.3f}x | "
-                  f"{r['peak'] / mib:.1f} MiB | {r['cp_peak'] / mib:.1f} MiB |")
+        print_table(["fs", "dd oflag=direct", "cp + sync", "sanecp", "sanecp / better", "sanecp peak dirty",
+                     "cp peak dirty"],
+                    [[r["fs"], f"{r['dd']:.2f} s", f"{r['cp']:.2f} s", f"{r['sanecp']:.2f} s", f"{r['ratio']:.3f}x",
+                      f"{r['peak'] / mib:.1f} MiB", f"{r['cp_peak'] / mib:.1f} MiB"] for r in table["big"]])
     if table.get("small"):
-        print("# | fs | cp -r + sync | sanecp | sanecp / cp | sanecp peak dirty |")
-        print("# |---|---|---|---|---|")
-        for r in table["small"]:
-            print(f"# | {r['fs']} | {r['cp']:.2f} s | {r['sanecp']:.2f} s | {r['ratio']:.3f}x | "
-                  f"{r['peak'] / mib:.1f} MiB |")
+        print_table(["fs", "cp -r + sync", "sanecp", "sanecp / cp", "sanecp peak dirty"],
+                    [[r["fs"], f"{r['cp']:.2f} s", f"{r['sanecp']:.2f} s", f"{r['ratio']:.3f}x",
+                      f"{r['peak'] / mib:.1f} MiB"] for r in table["small"]])
     sys.stdout.flush()
 
 
