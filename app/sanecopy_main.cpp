@@ -3,6 +3,7 @@
 // sanecopy [--to DEST] [FILE...]: the GUI.
 #include "CommandLine.h"
 #include "MainWindow.h"
+#include "sys.h"
 
 #include <QApplication>
 #include <QDir>
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "sanecopy: %s\n", qPrintable(cmd.error));
         return 2;
     }
+    sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
     SaneCopy::MainWindow window;
     // The window knows the fallback to the icon compiled into the library when the theme has none.
     QApplication::setWindowIcon(window.windowIcon());

@@ -3,6 +3,7 @@
 // sanecp SOURCE... DEST: copies at the device's own speed and returns when the data is on the device.
 #include "cli_output.h"
 #include "job_queue.h"
+#include "sys.h"
 
 #include <CLI/CLI.hpp>
 
@@ -228,6 +229,7 @@ int main(int argc, char **argv)
     sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+    raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
     const bool tty = ::isatty(STDOUT_FILENO);
     auto printer = std::make_shared<Printer>(json, tty);
     JobQueue queue;

@@ -6,8 +6,25 @@
 
 namespace sanecopy {
 
-ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &limits)
+ChunkLimits ChunkLimits::checked() const
 {
+    constexpr uint64_t kPage = 4096;
+    ChunkLimits l = *this;
+    if (!(l.target_seconds > 0))
+        l.target_seconds = ChunkLimits{}.target_seconds;
+    l.align = std::max(kPage, l.align / kPage * kPage);
+    l.min_chunk = std::max(l.align, (l.min_chunk + l.align - 1) / l.align * l.align);
+    l.max_chunk = std::max(l.min_chunk, l.max_chunk);
+    l.start_chunk = std::clamp(l.start_chunk, l.min_chunk, l.max_chunk);
+    l.min_windows = std::max(1u, l.min_windows);
+    l.max_windows = std::max(l.min_windows, l.max_windows);
+    l.max_in_flight = std::max(l.max_in_flight, (uint64_t(l.min_windows) + 1) * l.min_chunk);
+    return l;
+}
+
+ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &raw_limits)
+{
+    const ChunkLimits limits = raw_limits.checked();
     ChunkPlan plan;
     double wanted = device_bytes_per_sec > 0 ? device_bytes_per_sec * limits.target_seconds
                                              : static_cast<double>(limits.start_chunk);

@@ -24,6 +24,12 @@ struct ChunkLimits {
     unsigned min_windows = 2;                     // fewer than two and the device idles between chunks
     unsigned max_windows = 8;
     uint64_t align = 64 * 1024;                   // chunk sizes stay page- and extent-friendly
+
+    // These limits made consistent, so every plan stays inside them: align at least a page; min_chunk a
+    // multiple of align; max_chunk and start_chunk within [min_chunk, ...]; at least one window and
+    // max_windows >= min_windows; a budget that holds min_windows + 1 of the smallest chunks; a positive
+    // target. Values that already fit are kept as they are. Pure.
+    ChunkLimits checked() const;
 };
 
 struct ChunkPlan {

@@ -102,7 +102,7 @@ private:
             // sendfile writes at the destination's file position, which the other mechanisms leave behind.
             if (!dst_pos_known_ || dst_pos_ != off) {
                 if (sys().lseek(dst_, off_t(off), SEEK_SET) < 0)
-                    return Status::from_errno(errno, "lseek", path_);
+                    return Status::destination(errno, "lseek", path_);
             }
             off_t in = off_t(off);
             const size_t ask = size_t(std::min<uint64_t>(len, 0x7ffff000));
@@ -128,15 +128,15 @@ private:
         const size_t want = size_t(std::min<uint64_t>(len, buf.size()));
         ssize_t r = retry_eintr([&] { return sys().pread(src_, buf.data(), want, off_t(off)); });
         if (r < 0)
-            return Status::from_errno(errno, kReadSource, path_);
+            return Status::source(errno, kReadSource, path_);
         size_t done = 0;
         while (done < size_t(r)) {
             ssize_t w = retry_eintr(
                 [&] { return sys().pwrite(dst_, buf.data() + done, size_t(r) - done, off_t(off + done)); });
             if (w < 0)
-                return Status::from_errno(errno, "write", path_);
+                return Status::destination(errno, "write", path_);
             if (w == 0)
-                return Status::from_errno(EIO, "write", path_);
+                return Status::destination(EIO, "write", path_);
             done += size_t(w);
         }
         n = size_t(r);
@@ -153,8 +153,8 @@ private:
         char byte;
         if ((err == EIO || err == ENXIO || err == ENOTCONN || err == ESTALE) &&
             retry_eintr([&] { return sys().pread(src_, &byte, 1, off_t(off)); }) < 0)
-            return Status::from_errno(errno, kReadSource, path_);
-        return Status::from_errno(err, op, path_);
+            return Status::source(errno, kReadSource, path_);
+        return Status::destination(err, op, path_);
     }
 
     int src_, dst_;
@@ -174,9 +174,169 @@ bool try_clone(int src, int dst, CopySession &session, Status &error, const std:
     if (is_unsupported(errno) || errno == EPERM)
         session.clone_works = false;
     else
-        error = Status::from_errno(errno, "ioctl(FICLONE)", path);
+        error = Status::destination(errno, "ioctl(FICLONE)", path);
     return false;
 }
+
+} // namespace
+
+namespace {
+
+// One big file's chunk loop: move a chunk, start its writeback, wait for the windows the plan allows beyond it,
+// drop the source's pages behind it; between chunks, pause, cancel and resume points.
+class ChunkedCopy {
+public:
+    ChunkedCopy(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
+                ProgressCounters &counters, const std::string &path, FileCopyResult &result, uint64_t start)
+        : src_(src), dst_(dst), size_(size), session_(session), control_(control), counters_(counters), path_(path),
+          result_(result), source_(src, size, session.route.evict), windows_(dst, session.route.writeback, path),
+          mover_(src, dst, session, path, start), off_(start)
+    {
+        struct stat st {};
+        // A sparse source (fewer blocks than its size needs) is copied data segment by data segment, so its
+        // holes stay holes where the target can keep them, instead of gigabytes of zeros going through the stick.
+        sparse_ = sys().fstat(src, &st) == 0 && uint64_t(st.st_blocks) * 512 < size;
+        data_end_ = sparse_ ? start : size;
+    }
+
+    Status run()
+    {
+        if (!session_.meter.measured())
+            session_.meter.start(monotonic_seconds(), session_.durable_total);
+        next_checkpoint_ = monotonic_seconds() + session_.checkpoint_seconds;
+        Status s = loop();
+        uint64_t d = 0;
+        Status drained = windows_.drain(d);
+        take_durable(d);
+        source_.release_all();
+        if (s && !drained)
+            s = std::move(drained);
+        // A trailing hole was never written: the size says it.
+        if (s && sparse_ && off_ == size_ && retry_eintr([&] { return sys().ftruncate(dst_, off_t(size_)); }) < 0)
+            return Status::destination(errno, "ftruncate", path_);
+        return s;
+    }
+
+private:
+    Status loop()
+    {
+        while (off_ < size_) {
+            if (sparse_ && off_ >= data_end_) {
+                if (Status s = skip_hole(); !s)
+                    return s;
+                if (off_ >= size_)
+                    break;
+            }
+            if (Status s = pause_point(); !s)
+                return s;
+            uint64_t moved = 0;
+            if (Status s = copy_chunk(moved); !s)
+                return s;
+            if (moved == 0)
+                break; // the source shrank under us; what it had is copied
+            if (Status s = checkpoint_if_due(); !s)
+                return s;
+        }
+        return {};
+    }
+
+    // Counts the hole at |off_| as copied and durable (nothing to write) and finds the next data segment.
+    Status skip_hole()
+    {
+        off_t data = sys().lseek(src_, off_t(off_), SEEK_DATA);
+        if (data < 0 && errno != ENXIO)
+            return Status::source(errno, "lseek(SEEK_DATA)", path_);
+        const uint64_t next = data < 0 ? size_ : std::min<uint64_t>(uint64_t(data), size_); // ENXIO: a hole to EOF
+        if (next > off_) {
+            const uint64_t hole = next - off_;
+            counters_.written_bytes.fetch_add(hole, std::memory_order_relaxed);
+            counters_.durable_bytes.fetch_add(hole, std::memory_order_relaxed);
+            counters_.unwritten_bytes.fetch_add(hole, std::memory_order_relaxed);
+            result_.durable += hole;
+            result_.unwritten += hole;
+            result_.copied = off_ = next;
+            if (off_ >= size_)
+                return {};
+        }
+        off_t hole_at = sys().lseek(src_, off_t(off_), SEEK_HOLE);
+        data_end_ = hole_at < 0 ? size_ : std::min<uint64_t>(uint64_t(hole_at), size_);
+        if (data_end_ <= off_)
+            data_end_ = size_;
+        return {};
+    }
+
+    Status pause_point()
+    {
+        if (control_.pause_requested()) {
+            // Let the device catch up first, so the paused bar shows what is really on it.
+            uint64_t d = 0;
+            Status s = windows_.drain(d);
+            take_durable(d);
+            if (!s)
+                return s;
+            counters_.state.store(JobState::Paused);
+            const bool go_on = control_.wait_while_paused();
+            counters_.state.store(JobState::Running);
+            session_.meter.restart_clock(monotonic_seconds(), session_.durable_total);
+            if (!go_on)
+                return Status::from_errno(ECANCELED, "copy", path_);
+        }
+        if (control_.cancel_requested())
+            return Status::from_errno(ECANCELED, "copy", path_);
+        return {};
+    }
+
+    Status copy_chunk(uint64_t &moved)
+    {
+        const ChunkPlan plan = plan_chunks(session_.meter.measured() ? session_.meter.rate() : 0, session_.limits);
+        if (Status s = mover_.move(off_, std::min(plan.chunk_bytes, (sparse_ ? data_end_ : size_) - off_), moved); !s)
+            return s;
+        if (moved == 0)
+            return {};
+        counters_.written_bytes.fetch_add(moved, std::memory_order_relaxed);
+        source_.release_until(off_ + moved);
+        uint64_t d = 0;
+        Status s = windows_.submit(off_, moved, plan.windows, d);
+        take_durable(d);
+        result_.copied = off_ += moved;
+        // What this copy holds in the cache right now, for the dirty-memory chart: one cheap call per chunk.
+        if (auto cs = cachestat(dst_))
+            counters_.own_dirty_bytes.store(int64_t((cs->dirty + cs->writeback) * page_bytes()),
+                                            std::memory_order_relaxed);
+        return s;
+    }
+
+    Status checkpoint_if_due()
+    {
+        if (!session_.checkpoint || session_.checkpoint_seconds <= 0 || monotonic_seconds() < next_checkpoint_)
+            return {};
+        if (Status s = session_.checkpoint(); !s)
+            return s;
+        next_checkpoint_ = monotonic_seconds() + session_.checkpoint_seconds;
+        return {};
+    }
+
+    void take_durable(uint64_t bytes)
+    {
+        result_.durable += bytes;
+        session_.count_durable(bytes, counters_);
+    }
+
+    int src_, dst_;
+    uint64_t size_;
+    CopySession &session_;
+    const JobControl &control_;
+    ProgressCounters &counters_;
+    const std::string &path_;
+    FileCopyResult &result_;
+    SourceCache source_;
+    WritebackWindows windows_;
+    Mover mover_;
+    uint64_t off_;
+    bool sparse_ = false;
+    uint64_t data_end_ = 0;   // end of the data segment |off_| is in; looked up when reached
+    double next_checkpoint_ = 0;
+};
 
 } // namespace
 
@@ -187,7 +347,13 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
     if (size == 0)
         return {};
     start = std::min(start, size);
-    result.copied = result.durable = start;
+    if (start > 0) {
+        // On the device already, as far as anyone can tell; the final fdatasync settles it either way.
+        counters.written_bytes.fetch_add(start, std::memory_order_relaxed);
+        counters.durable_bytes.fetch_add(start, std::memory_order_relaxed);
+        counters.unwritten_bytes.fetch_add(start, std::memory_order_relaxed);
+        result.copied = result.durable = result.unwritten = start;
+    }
     Status clone_error;
     if (start == 0 && try_clone(src, dst, session, clone_error, path)) {
         result.copied = size;
@@ -196,96 +362,7 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
     }
     if (!clone_error.ok())
         return clone_error;
-
-    SourceCache source(src, size, session.route.evict);
-    WritebackWindows windows(dst, session.route.writeback, path);
-    Mover mover(src, dst, session, path, start);
-    if (!session.meter.measured())
-        session.meter.start(monotonic_seconds(), session.durable_total);
-
-    auto take_durable = [&](uint64_t bytes) {
-        result.durable += bytes;
-        session.count_durable(bytes, counters);
-    };
-
-    // A sparse source (fewer blocks than its size needs) is copied data segment by data segment, so its holes
-    // stay holes where the target can keep them, instead of gigabytes of zeros going through the stick.
-    struct stat st {};
-    const bool sparse = sys().fstat(src, &st) == 0 && uint64_t(st.st_blocks) * 512 < size;
-    uint64_t data_end = sparse ? start : size; // end of the data segment |off| is in; looked up when reached
-
-    uint64_t off = start;
-    double next_checkpoint = monotonic_seconds() + session.checkpoint_seconds;
-    while (off < size) {
-        if (sparse && off >= data_end) {
-            off_t data = sys().lseek(src, off_t(off), SEEK_DATA);
-            if (data < 0 && errno != ENXIO)
-                return Status::from_errno(errno, "lseek(SEEK_DATA)", path);
-            const uint64_t next = data < 0 ? size : std::min<uint64_t>(uint64_t(data), size); // ENXIO: a hole to EOF
-            if (next > off) {
-                counters.written_bytes.fetch_add(next - off, std::memory_order_relaxed);
-                counters.durable_bytes.fetch_add(next - off, std::memory_order_relaxed);
-                counters.unwritten_bytes.fetch_add(next - off, std::memory_order_relaxed);
-                result.durable += next - off;
-                off = next;
-                if (off >= size)
-                    break;
-            }
-            off_t hole = sys().lseek(src, off_t(off), SEEK_HOLE);
-            data_end = hole < 0 ? size : std::min<uint64_t>(uint64_t(hole), size);
-            if (data_end <= off)
-                data_end = size;
-        }
-        if (control.pause_requested()) {
-            // Let the device catch up first, so the paused bar shows what is really on it.
-            uint64_t d = 0;
-            Status s = windows.drain(d);
-            take_durable(d);
-            if (!s)
-                return s;
-            counters.state.store(JobState::Paused);
-            const bool go_on = control.wait_while_paused();
-            counters.state.store(JobState::Running);
-            session.meter.restart_clock(monotonic_seconds(), session.durable_total);
-            if (!go_on)
-                return Status::from_errno(ECANCELED, "copy", path);
-        }
-        if (control.cancel_requested())
-            return Status::from_errno(ECANCELED, "copy", path);
-
-        const ChunkPlan plan = plan_chunks(session.meter.measured() ? session.meter.rate() : 0, session.limits);
-        uint64_t moved = 0;
-        if (Status s = mover.move(off, std::min(plan.chunk_bytes, (sparse ? data_end : size) - off), moved); !s)
-            return s;
-        if (moved == 0)
-            break; // the source shrank under us; what it had is copied
-        counters.written_bytes.fetch_add(moved, std::memory_order_relaxed);
-        source.release_until(off + moved);
-        uint64_t d = 0;
-        Status s = windows.submit(off, moved, plan.windows, d);
-        take_durable(d);
-        if (!s)
-            return s;
-        off += moved;
-        if (session.checkpoint && session.checkpoint_seconds > 0 && monotonic_seconds() >= next_checkpoint) {
-            if (Status cs = session.checkpoint(); !cs)
-                return cs;
-            next_checkpoint = monotonic_seconds() + session.checkpoint_seconds;
-        }
-        // What this copy holds in the cache right now, for the dirty-memory chart: one cheap call per chunk.
-        if (auto cs = cachestat(dst))
-            counters.own_dirty_bytes.store(int64_t((cs->dirty + cs->writeback) * page_bytes()),
-                                           std::memory_order_relaxed);
-    }
-    uint64_t d = 0;
-    Status s = windows.drain(d);
-    take_durable(d);
-    source.release_all();
-    result.copied = off;
-    // A trailing hole was never written: the size says it.
-    if (s && sparse && off == size && retry_eintr([&] { return sys().ftruncate(dst, off_t(size)); }) < 0)
-        return Status::from_errno(errno, "ftruncate", path);
-    return s;
+    return ChunkedCopy(src, dst, size, session, control, counters, path, result, start).run();
 }
 
 Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &session, ProgressCounters &counters,
@@ -297,17 +374,12 @@ Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &sessio
     SourceCache source(src, size, session.route.evict);
     Mover mover(src, dst, session, path);
     uint64_t moved = 0;
-    if (Status s = mover.move(0, size, moved); !s)
-        return s;
+    Status s = mover.move(0, size, moved);
     counters.written_bytes.fetch_add(moved, std::memory_order_relaxed);
-    source.release_all();
     result.copied = moved;
-    if (session.route.writeback == WritebackMode::Windows) {
-        // Start the writeback now so the batch's one sync finds it under way.
-        if (retry_eintr([&] { return sys().sync_file_range(dst, 0, 0, SYNC_FILE_RANGE_WRITE); }) < 0)
-            return Status::from_errno(errno, "sync_file_range", path);
-    }
-    return {};
+    source.release_all();
+    // No writeback of its own: the batch's syncfs sends the whole group at once (page_cache_policy.h).
+    return s;
 }
 
 } // namespace sanecopy

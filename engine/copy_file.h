@@ -67,11 +67,12 @@ struct CopySession {
 // Fails with ECANCELED when |control| is cancelled (checked once per chunk), or with the first error of a
 // mechanism that has no fallback. Progress goes into |counters|; the rate into |session.meter|.
 struct FileCopyResult {
-    uint64_t copied = 0;  // bytes moved (less than asked when the source ended early)
-    uint64_t durable = 0; // of those, already counted durable in |counters|
+    uint64_t copied = 0;    // bytes moved (less than asked when the source ended early), or so far on failure
+    uint64_t durable = 0;   // of those, already counted durable in |counters|
+    uint64_t unwritten = 0; // of those, counted without being moved: a resumed prefix, holes
 };
 // With |start| > 0 the first |start| bytes are already in |dst| (a resumed part file): copying begins there, and
-// |result| counts them as copied and durable.
+// |result| and |counters| count them as copied, durable and unwritten.
 Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
                       ProgressCounters &counters, const std::string &display_path, FileCopyResult &result,
                       uint64_t start = 0);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "chunk_controller.h"
+#include "conflict.h"
 #include "destination.h"
 #include "device_probe.h"
 #include "tree_plan.h"
@@ -25,17 +26,6 @@
 
 namespace sanecopy {
 
-// Asked on the job's own thread when a file's target exists and the spec says to ask. The caller may block
-// (the GUI waits for its dialog); the copy waits with it, holding no dirty data.
-struct ConflictQuestion {
-    std::string source;
-    std::string target;
-    uint64_t source_size = 0;
-    uint64_t target_size = 0;
-    bool target_is_dir = false;
-};
-enum class ConflictAnswer { Overwrite, Skip, Rename, Cancel };
-
 // Asked on the job's own thread when copying one file failed. Retry copies the file again from the start;
 // Skip goes on with the next; Abort ends the job.
 enum class ErrorAnswer { Retry, Skip, Abort };
@@ -45,9 +35,9 @@ struct JobSpec {
     std::string destination;
     DestinationRule rule = DestinationRule::FollowCp;
     ConflictPolicy conflict = ConflictPolicy::Refuse;
-    uint64_t small_file_limit = 1024 * 1024;      // files up to this size are batched
-    uint64_t batch_bytes = 16 * 1024 * 1024;      // a batch's bytes stay within the dirty budget
-    unsigned batch_files = 256;                   // and its descriptors within reason
+    uint64_t small_file_limit = 1024 * 1024;      // files up to this size are batched (small_batch.h)
+    uint64_t batch_bytes = 12 * 1024 * 1024;      // two groups' bytes stay within the dirty budget
+    unsigned batch_files = 4096;                  // and their descriptors within the process's limit
     ChunkLimits limits;
     // How often a big file's progress is made resumable after a crash or a pulled stick (CopySession).
     double checkpoint_seconds = 5.0;
@@ -67,7 +57,8 @@ struct JobEvent {
     std::string path;     // source path (target path for Done)
     std::string target;   // where it landed (FileDone), when known
     std::string message;  // for Skipped and Error: what the user reads
-    Status status;        // for Error
+    Status status;        // for Error: its side, and whether the device was removed
+    LeftOut reason = LeftOut::None; // for Skipped
     uint64_t bytes = 0;
 };
 
@@ -100,9 +91,14 @@ struct JobPlan {
     uint64_t files = 0;
     std::vector<Status> errors;   // sources that can't be copied at all, or a destination that can't be used
     Status space;                 // not enough free space (checked where statfs knows it)
-    // (source path, reason) for entries that will be left out: special files, names or sizes the target
-    // filesystem refuses.
-    std::vector<std::pair<std::string, std::string>> left_out;
+    // Entries that will be left out: special files, names or sizes the target filesystem refuses, folders that
+    // can't be read.
+    struct LeftOutEntry {
+        std::string path;
+        LeftOut reason = LeftOut::None;
+        std::string why; // what the user reads
+    };
+    std::vector<LeftOutEntry> left_out;
 
     // One line per problem, for a user to read before deciding to start.
     std::vector<std::string> problems() const;
@@ -115,7 +111,8 @@ JobPlan plan_job(const JobSpec &spec);
 JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
                         const JobEventSink &sink);
 
-// errno values after which no further file is attempted: the device is full, gone or read-only.
+// errno values after which no further file is attempted: the device is full, gone or read-only. Only said of
+// errors on the destination side.
 bool is_device_fatal(int err);
 // errno values after which a big file's part file stays for a later run to resume: the device failed or went
 // away, but what it has is still good.

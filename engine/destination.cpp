@@ -76,13 +76,13 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
     const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode) && rule == DestinationRule::FollowCp;
 
     if (wants_dir && !dest_is_dir) {
-        r.fatal = Status::from_errno(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+        r.fatal = Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
                       .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
                                                : "no such folder (a destination ending in '/' must exist)");
         return r;
     }
     if (!dest_is_dir && sources.size() > 1) {
-        r.fatal = Status::from_errno(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+        r.fatal = Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
                       .with_detail("is not an existing folder, and several sources need one");
         return r;
     }
@@ -94,14 +94,14 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
         struct stat parent {};
         if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
             const int err = errno;
-            r.fatal = Status::from_errno(err, "destination folder", target_dir)
+            r.fatal = Status::destination(err, "destination folder", target_dir)
                           .with_detail(err == ENOENT ? "the destination folder does not exist"
                                                      : "cannot use the destination folder: " +
                                                            std::error_code(err, std::generic_category()).message());
             return r;
         }
         if (!S_ISDIR(parent.st_mode)) {
-            r.fatal = Status::from_errno(ENOTDIR, "destination folder", target_dir).with_detail("is not a folder");
+            r.fatal = Status::destination(ENOTDIR, "destination folder", target_dir).with_detail("is not a folder");
             return r;
         }
     }
@@ -110,7 +110,7 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
     for (const std::string &source : sources) {
         struct stat st {};
         if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            r.errors.push_back(Status::from_errno(errno, "source", source));
+            r.errors.push_back(Status::source(errno, "source", source));
             continue;
         }
         CopyItem item;
@@ -147,7 +147,7 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
                 continue;
             }
             if (item.source_is_dir && !S_ISDIR(existing.st_mode)) {
-                r.errors.push_back(Status::from_errno(ENOTDIR, "folder onto a file", target)
+                r.errors.push_back(Status::destination(ENOTDIR, "folder onto a file", target)
                                        .with_detail("exists and is not a folder; a folder cannot replace it"));
                 continue;
             }

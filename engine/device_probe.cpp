@@ -420,6 +420,26 @@ bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root
     return false;
 }
 
+Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sysfs_root, double grace_seconds)
+{
+    const int err = s.err();
+    if (s.ok() || !s.on_destination() || s.device_removed() ||
+        !(err == EIO || err == ENOTCONN || err == ENODEV || err == ENXIO || err == ESHUTDOWN))
+        return s;
+    bool gone = device_removed(err, info, sysfs_root);
+    const bool may_be_leaving = (err == EIO || err == ENOTCONN) && info.removable && !info.disk.empty();
+    for (double waited = 0; !gone && may_be_leaving && waited < grace_seconds; waited += 0.05) {
+        ::usleep(50'000);
+        gone = device_removed(err, info, sysfs_root);
+    }
+    if (!gone)
+        return s;
+    const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
+    return std::move(s)
+        .with_detail("the device was removed before the copy finished (" + seen + ")")
+        .as_device_removed();
+}
+
 std::string parse_udev_fs_type(std::string_view udev_data)
 {
     for (std::string_view line : split(udev_data, '\n')) {
@@ -464,15 +484,15 @@ Result<DeviceInfo> probe_device(const std::string &folder)
     int raw = retry_eintr(
         [&] { return sys().openat(AT_FDCWD, folder.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0); });
     if (raw < 0)
-        return Status::from_errno(errno, "open", folder);
+        return Status::destination(errno, "open", folder);
     UniqueFd fd(raw);
 
     struct stat st {};
     if (sys().fstat(fd.get(), &st) < 0)
-        return Status::from_errno(errno, "fstat", folder);
+        return Status::destination(errno, "fstat", folder);
     struct statfs sfs {};
     if (retry_eintr([&] { return sys().fstatfs(fd.get(), &sfs); }) < 0)
-        return Status::from_errno(errno, "fstatfs", folder);
+        return Status::destination(errno, "fstatfs", folder);
 
     DeviceInfo info;
     info.st_dev = st.st_dev;

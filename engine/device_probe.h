@@ -116,6 +116,13 @@ bool probe_block_device(unsigned major, unsigned minor, std::string_view sysfs_r
 // the probe knew no disk of is never called removed on EIO: the error is then the device's own.
 bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root);
 
+// |s| as the user should read it: when it failed on the destination because the device went away
+// (device_removed), the detail says "the device was removed before the copy finished" and the Status is marked
+// device_removed(); anything else comes back as it was. A pulled stick's disk leaves sysfs a few hundred
+// milliseconds after the first EIO, so for a removable device that is waited for, up to |grace_seconds|.
+Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sysfs_root = "/sys",
+                           double grace_seconds = 0.5);
+
 // The filesystem type udev recorded for a block device ("E:ID_FS_TYPE=exfat" in /run/udev/data/bMAJ:MIN). Pure.
 std::string parse_udev_fs_type(std::string_view udev_data);
 // The filesystem type libblkid finds on |device| (a block device, or an image file); empty when unknown or

@@ -2,6 +2,7 @@
 #include "page_cache_policy.h"
 
 #include "sys.h"
+#include "sysmon.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -17,6 +18,14 @@ uint64_t page_size()
 }
 } // namespace
 
+void drop_written_pages(int fd) { sys().fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); }
+
+void drop_read_pages(int fd, uint64_t off, uint64_t len)
+{
+    const uint64_t from = off > kLargestFolio ? off - kLargestFolio : 0;
+    sys().fadvise(fd, off_t(from), off_t(off + len - from), POSIX_FADV_DONTNEED);
+}
+
 SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(size), evict_(evict)
 {
     if (size_ == 0)
@@ -27,6 +36,10 @@ SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(siz
     if (size_ > kDefaultReadahead)
         retry_eintr([&] { return sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); });
     if (!evict_)
+        return;
+    // Most sources are not cached at all, and then one cachestat says so: every page will be ours to drop.
+    // Otherwise (or before Linux 6.5) mincore tells page by page.
+    if (auto cs = cachestat(fd_); cs && cs->cached == 0)
         return;
     void *map = sys().mmap(size_, PROT_READ, MAP_SHARED, fd_, 0);
     if (map == MAP_FAILED) {
@@ -55,7 +68,6 @@ void SourceCache::release_until(uint64_t end)
         return;
     // DONTNEED only drops folios that lie wholly inside the range, and readahead brings large folios (up to
     // 2 MiB), so a folio straddling the previous end was kept then: go back over it.
-    constexpr uint64_t kLargestFolio = 2 * 1024 * 1024;
     drop_range(released_ > kLargestFolio ? released_ - kLargestFolio : 0, end);
     released_ = end;
 }
@@ -142,7 +154,7 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
         return {};
     case WritebackMode::Windows:
         if (retry_eintr([&] { return sys().sync_file_range(fd_, off_t(off), off_t(len), SYNC_FILE_RANGE_WRITE); }) < 0)
-            return Status::from_errno(errno, "sync_file_range", path_);
+            return Status::destination(errno, "sync_file_range", path_);
         break;
     case WritebackMode::ChunkSync: {
         if (Status s = start_sync_thread(); !s)
@@ -168,12 +180,12 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
     if (mode_ == WritebackMode::Windows) {
         const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
         if (retry_eintr([&] { return sys().sync_file_range(fd_, off_t(w.off), off_t(w.len), flags); }) < 0)
-            return Status::from_errno(errno, "sync_file_range", path_);
+            return Status::destination(errno, "sync_file_range", path_);
     } else {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [this] { return synced_ > waited_ || sync_error_; });
         if (sync_error_)
-            return Status::from_errno(sync_error_, "fdatasync", path_);
+            return Status::destination(sync_error_, "fdatasync", path_);
         ++waited_;
     }
     queue_.pop_front();
@@ -181,7 +193,6 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
     durable += w.len;
     // Clean now, so DONTNEED really drops them (it skips dirty pages). It drops only folios wholly inside the
     // range, and the page cache may hold this file in large folios, so go back over the previous window's end.
-    constexpr uint64_t kLargestFolio = 2 * 1024 * 1024;
     const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
     sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);
     return {};

@@ -17,6 +17,13 @@
 // and stacked filesystems), each window is made durable by fdatasync instead, run on a helper thread so the
 // next chunk is sent while the previous one syncs.
 //
+// Small files (small_batch.h) get no writeback of their own: a sync_file_range per file would send one small
+// request per file, which a stick pays for in IOPS, where the batch's one syncfs sends the whole group in a
+// few large ones. Once the group is durable, each file's clean pages are dropped (drop_written_pages).
+//
+// Read-back (verify.h) drops what it reads as it goes, on both sides, so verifying fills the cache no more than
+// copying did; the copy's own pages were dropped before, so the reads really go to the device.
+//
 // Onto tmpfs nothing is synced or evicted: memory is the device.
 #pragma once
 
@@ -32,6 +39,16 @@
 #include <vector>
 
 namespace sanecopy {
+
+// DONTNEED drops only folios that lie wholly inside its range, and the page cache may hold a file in folios of
+// up to this size (readahead, large-folio filesystems): a drop goes back this far over where the last one ended.
+inline constexpr uint64_t kLargestFolio = 2 * 1024 * 1024;
+
+// Drops the pages of a written file once they are clean (its data is durable). DONTNEED skips dirty pages, so
+// calling it earlier only wastes a system call.
+void drop_written_pages(int fd);
+// Drops the pages of [off, off + len) of a file just read (a read-back, or the source during verify).
+void drop_read_pages(int fd, uint64_t off, uint64_t len);
 
 class SourceCache {
 public:

@@ -49,6 +49,33 @@ std::string alternative_name(const std::string &name, unsigned n)
     return stem + " (" + std::to_string(n) + ")" + ext;
 }
 
+namespace {
+
+// The process's umask, read once from /proc/self/status (umask(2) can only be read by changing it, which would
+// race with other threads creating files). -1 when the kernel doesn't say (before Linux 4.7).
+int process_umask()
+{
+    static const int mask = [] {
+        FILE *f = std::fopen("/proc/self/status", "re");
+        if (!f)
+            return -1;
+        char line[256];
+        int value = -1;
+        while (std::fgets(line, sizeof line, f)) {
+            unsigned m = 0;
+            if (std::sscanf(line, "Umask: %o", &m) == 1) {
+                value = int(m);
+                break;
+            }
+        }
+        std::fclose(f);
+        return value;
+    }();
+    return mask;
+}
+
+} // namespace
+
 PartFile::PartFile(PartFile &&other) noexcept { *this = std::move(other); }
 
 PartFile &PartFile::operator=(PartFile &&other) noexcept
@@ -60,7 +87,10 @@ PartFile &PartFile::operator=(PartFile &&other) noexcept
         name_ = std::move(other.name_);
         part_ = std::move(other.part_);
         display_ = std::move(other.display_);
+        dir_path_ = std::move(other.dir_path_);
         owned_ = std::exchange(other.owned_, false);
+        created_bits_ = other.created_bits_;
+        committed_ = std::exchange(other.committed_, false);
     }
     return *this;
 }
@@ -74,12 +104,15 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
     part.name_ = name;
     part.part_ = part_name_for(name);
     part.display_ = dir_path + "/" + name;
+    part.dir_path_ = dir_path;
     const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     for (int attempt = 0;; ++attempt) {
         int fd = retry_eintr([&] { return sys().openat(part.dir_->get(), part.part_.c_str(), flags, mode); });
         if (fd >= 0) {
             part.fd_.reset(fd);
             part.owned_ = true;
+            if (const int mask = process_umask(); mask >= 0)
+                part.created_bits_ = int(mode & 0777 & ~mode_t(mask));
             return part;
         }
         if (errno == EEXIST && attempt == 0) {
@@ -91,7 +124,7 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
                 continue;
             errno = EEXIST;
         }
-        return Status::from_errno(errno, "create", dir_path + "/" + part.part_);
+        return Status::destination(errno, "create", dir_path + "/" + part.part_);
     }
 }
 
@@ -102,14 +135,15 @@ Result<PartFile> PartFile::reopen(SharedDirFd dir, const std::string &dir_path, 
     part.name_ = name;
     part.part_ = part_name_for(name);
     part.display_ = dir_path + "/" + name;
+    part.dir_path_ = dir_path;
     int fd = retry_eintr(
         [&] { return sys().openat(part.dir_->get(), part.part_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0); });
     if (fd < 0)
-        return Status::from_errno(errno == ELOOP ? ENOENT : errno, "open", dir_path + "/" + part.part_);
+        return Status::destination(errno == ELOOP ? ENOENT : errno, "open", dir_path + "/" + part.part_);
     part.fd_.reset(fd);
     struct stat st {};
     if (sys().fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return Status::from_errno(ENOENT, "open", dir_path + "/" + part.part_);
+        return Status::destination(ENOENT, "open", dir_path + "/" + part.part_);
     part.owned_ = true;
     size = uint64_t(st.st_size);
     return part;
@@ -126,12 +160,19 @@ Result<UniqueFd> PartFile::open_for_reading() const
     int fd = retry_eintr(
         [&] { return sys().openat(dir_->get(), part_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0); });
     if (fd < 0)
-        return Status::from_errno(errno, "open", display_);
+        return Status::destination(errno, "open", display_);
     return UniqueFd(fd);
 }
 
 Status PartFile::set_attributes(mode_t mode, const struct timespec &mtime)
 {
+    const mode_t wanted = mode & 07777 & ~mode_t(S_ISUID | S_ISGID);
+    if (created_bits_ >= 0 && mode_t(created_bits_) == wanted) {
+        struct timespec times[2] = {{0, UTIME_OMIT}, mtime};
+        if (sys().futimens(fd_.get(), times) < 0 && !cannot_store_attributes(errno))
+            return Status::destination(errno, "futimens", display_);
+        return {};
+    }
     return apply_attributes(fd_.get(), mode, mtime, display_);
 }
 
@@ -147,26 +188,26 @@ Status apply_attributes(int fd, mode_t mode, const struct timespec &mtime, const
     // Ownership is not copied, so neither are set-user/group-ID bits: they would hand the copier's identity
     // to whatever the file runs.
     if (sys().fchmod(fd, mode & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0 && !cannot_store_attributes(errno))
-        return Status::from_errno(errno, "fchmod", display);
+        return Status::destination(errno, "fchmod", display);
     struct timespec times[2] = {{0, UTIME_OMIT}, mtime};
     if (sys().futimens(fd, times) < 0 && !cannot_store_attributes(errno))
-        return Status::from_errno(errno, "futimens", display);
+        return Status::destination(errno, "futimens", display);
     return {};
 }
 
 Status PartFile::sync_data(DataSync how)
 {
     if (how == DataSync::FilesystemFirst && retry_eintr([&] { return sys().syncfs(fd_.get()); }) < 0)
-        return Status::from_errno(errno, "syncfs", display_);
+        return Status::destination(errno, "syncfs", display_);
     if (retry_eintr([&] { return sys().fdatasync(fd_.get()); }) < 0)
-        return Status::from_errno(errno, "fdatasync", display_);
+        return Status::destination(errno, "fdatasync", display_);
     return {};
 }
 
 Status PartFile::close_fd()
 {
     if (int err = fd_.reset(); err)
-        return Status::from_errno(err, "close", display_);
+        return Status::destination(err, "close", display_);
     return {};
 }
 
@@ -197,15 +238,15 @@ Status rename_into_place(int dirfd, const std::string &from, const std::string &
         struct stat st {};
         // rename() would happily replace an empty directory with a file; a folder is never overwritten by a file.
         if (sys().fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-            return Status::from_errno(EISDIR, "rename", display);
+            return Status::destination(EISDIR, "rename", display);
         if (sys().renameat2(dirfd, from.c_str(), dirfd, name.c_str(), 0) < 0)
-            return Status::from_errno(errno, "rename", display);
+            return Status::destination(errno, "rename", display);
         return {};
     }
     if (rename_noreplace(dirfd, from.c_str(), name.c_str()) == 0)
         return {};
     if (errno != EEXIST || policy != ConflictPolicy::Rename)
-        return Status::from_errno(errno, "rename", display);
+        return Status::destination(errno, "rename", display);
     for (unsigned n = 1; n < 10000; ++n) {
         const std::string alt = alternative_name(name, n);
         if (rename_noreplace(dirfd, from.c_str(), alt.c_str()) == 0) {
@@ -214,9 +255,9 @@ Status rename_into_place(int dirfd, const std::string &from, const std::string &
             return {};
         }
         if (errno != EEXIST)
-            return Status::from_errno(errno, "rename", display);
+            return Status::destination(errno, "rename", display);
     }
-    return Status::from_errno(EEXIST, "rename", display);
+    return Status::destination(EEXIST, "rename", display);
 }
 
 } // namespace
@@ -224,8 +265,10 @@ Status rename_into_place(int dirfd, const std::string &from, const std::string &
 Status PartFile::commit(ConflictPolicy policy, std::string *final_name)
 {
     Status s = rename_into_place(dir_->get(), part_, name_, display_, policy, final_name);
-    if (s)
+    if (s) {
         owned_ = false;
+        committed_ = true;
+    }
     return s;
 }
 
@@ -240,6 +283,39 @@ void PartFile::discard()
     fd_.reset();
 }
 
+Status reserve_space(const PartFile &part, uint64_t from, uint64_t to)
+{
+    if (to <= from)
+        return {};
+    if (sys().fallocate(part.fd(), FALLOC_FL_KEEP_SIZE, off_t(from), off_t(to - from)) < 0 &&
+        (errno == ENOSPC || errno == EDQUOT))
+        return Status::destination(errno, "allocate", part.display_path());
+    return {};
+}
+
+Status publish_synced(PartFile &part, const PublishSteps &steps, std::string *final_name)
+{
+    if (steps.verify) {
+        if (Status s = steps.verify(part); !s)
+            return s;
+    }
+    return part.commit(steps.policy, final_name);
+}
+
+Status publish(PartFile &part, const PublishSteps &steps, std::string *final_name)
+{
+    if (steps.syncs) {
+        if (Status s = part.sync_data(steps.data_sync); !s)
+            return s;
+    }
+    if (steps.on_durable)
+        steps.on_durable();
+    if (Status s = publish_synced(part, steps, final_name); !s)
+        return s;
+    // Published; a failure here says only that the rename may not survive a power cut.
+    return steps.syncs ? sync_directory(part.dir()->get(), part.dir_path()) : Status();
+}
+
 Status publish_symlink(const SharedDirFd &dir, const std::string &dir_path, const std::string &name,
                        const std::string &target, const struct timespec &mtime, ConflictPolicy policy,
                        std::string *final_name)
@@ -248,12 +324,12 @@ Status publish_symlink(const SharedDirFd &dir, const std::string &dir_path, cons
     const std::string display = dir_path + "/" + name;
     if (sys().symlinkat(target.c_str(), dir->get(), part.c_str()) < 0) {
         if (errno != EEXIST)
-            return Status::from_errno(errno, "symlink", display);
+            return Status::destination(errno, "symlink", display);
         struct stat st {};
         if (sys().fstatat(dir->get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode) ||
             sys().unlinkat(dir->get(), part.c_str(), 0) < 0 ||
             sys().symlinkat(target.c_str(), dir->get(), part.c_str()) < 0)
-            return Status::from_errno(EEXIST, "symlink", display);
+            return Status::destination(EEXIST, "symlink", display);
     }
     struct timespec times[2] = {{0, UTIME_OMIT}, mtime};
     // Not every filesystem keeps link times (FAT has no links at all); the link itself matters more.
@@ -267,7 +343,7 @@ Status publish_symlink(const SharedDirFd &dir, const std::string &dir_path, cons
 Status sync_directory(int dirfd, const std::string &path)
 {
     if (retry_eintr([&] { return sys().fsync(dirfd); }) < 0)
-        return Status::from_errno(errno, "fsync", path);
+        return Status::destination(errno, "fsync", path);
     return {};
 }
 

@@ -8,12 +8,17 @@
 //   2. fdatasync (or the batch's one sync), then renameat2 onto the real name
 //   3. fsync the directory (or the batch's one syncfs), or the rename itself may not survive a power cut.
 // Until commit() succeeds, the destructor unlinks the part file.
+//
+// The one publish pipeline, which copies (copy_job.cpp), batches of small files (small_batch.h) and streams
+// (stream_writer.h) all go through: reserve_space() → the caller writes → durable (publish() on its own, or the
+// batch's one syncfs) → verify → rename → directory sync (publish(), or the batch's next syncfs).
 #pragma once
 
 #include "device_probe.h"
 #include "fd.h"
 #include "result.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <sys/types.h>
@@ -55,9 +60,14 @@ public:
     int fd() const { return fd_.get(); }
     const std::string &name() const { return name_; }
     const std::string &display_path() const { return display_; }
+    const SharedDirFd &dir() const { return dir_; }
+    const std::string &dir_path() const { return dir_path_; }
     bool valid() const { return fd_.valid(); }
+    // commit() succeeded: the file stands under its real name.
+    bool committed() const { return committed_; }
 
-    // Applies the source's permission bits and modification time to the part file.
+    // Applies the source's permission bits and modification time to the part file. The bits are left alone
+    // when the part file was created with them already (see part_mode()).
     Status set_attributes(mode_t mode, const struct timespec &mtime);
     // Writes data and size to the device; |how| says whether the whole filesystem goes first (see DataSync).
     Status sync_data(DataSync how = DataSync::File);
@@ -80,8 +90,38 @@ private:
     std::string name_;       // real name
     std::string part_;       // part file name
     std::string display_;    // dir_path/name, for messages
+    std::string dir_path_;
     bool owned_ = false;     // the part file exists and is ours to remove
+    bool committed_ = false;
+    int created_bits_ = -1;  // the permission bits it got at creation (umask applied); -1: unknown
 };
+
+// The bits a part file is created with for a source of |mode|: its permission bits, without set-user/group-ID
+// and sticky. Created so, most files need no fchmod: the umask takes only what it would have taken anyway.
+inline mode_t part_mode(mode_t mode) { return mode & 0777; }
+
+// Step 1: reserves the space [from, to) will take, so a full stick is found before the copy, not at 97 %.
+// KEEP_SIZE leaves the file's size growing with its data. ENOSPC and EDQUOT fail; filesystems without fallocate
+// (or that refuse it) just write.
+Status reserve_space(const PartFile &part, uint64_t from, uint64_t to);
+
+// How a written part file becomes its real name.
+struct PublishSteps {
+    bool syncs = true;                    // false onto tmpfs: memory is the device
+    DataSync data_sync = DataSync::File;
+    ConflictPolicy policy = ConflictPolicy::Refuse;
+    // Called once the data is on the device, before verify.
+    std::function<void()> on_durable;
+    // Reads the file back and compares it with its source; empty: no verify.
+    std::function<Status(const PartFile &)> verify;
+};
+
+// Steps 3 to 6 for a file made durable on its own: sync_data → on_durable → verify → commit → the folder's
+// fsync. |final_name| gets the name the file took.
+Status publish(PartFile &part, const PublishSteps &steps, std::string *final_name = nullptr);
+// Steps 4 and 5 for a file whose data a batch made durable: verify → commit. The batch makes the renames durable
+// together.
+Status publish_synced(PartFile &part, const PublishSteps &steps, std::string *final_name = nullptr);
 
 // Creates a symlink under its real name through a part name, with the same conflict rules as files.
 Status publish_symlink(const SharedDirFd &dir, const std::string &dir_path, const std::string &name,

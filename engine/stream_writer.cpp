@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "stream_writer.h"
 
+#include "conflict.h"
 #include "destination.h"
 #include "page_cache_policy.h"
 #include "sys.h"
 
-#include <memory>
-
 #include <algorithm>
+#include <memory>
+#include <tuple>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <utility>
@@ -41,92 +42,102 @@ void StreamWriter::abort()
 
 Status StreamWriter::fail(Status s)
 {
-    broken_ = s;
-    return s;
+    // A pulled stick says so, in the KIO worker as in a copy.
+    broken_ = explain_device_loss(std::move(s), device_);
+    return broken_;
 }
+
+namespace {
+
+// The target's folder, its device, and whether the target may be written at all: a name the filesystem can't
+// store, a size it can't hold and an existing target are all refused before the first byte.
+struct StreamTarget {
+    SharedDirFd dir;
+    std::string dir_path;
+    std::string name;
+    std::string display;
+    DeviceInfo device;
+};
+
+Result<StreamTarget> check_target(const std::string &target, const StreamOptions &options)
+{
+    StreamTarget t;
+    std::tie(t.dir_path, t.name) = split_path(strip_trailing_slashes(target));
+    if (t.name.empty() || t.name == "." || t.name == ".." || t.name == "/")
+        return Status::from_errno(EINVAL, "create", target).with_detail("is not a file name");
+    int raw = retry_eintr(
+        [&] { return sys().openat(AT_FDCWD, t.dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); });
+    if (raw < 0)
+        return Status::destination(errno, "open folder", t.dir_path);
+    t.dir = std::make_shared<const UniqueFd>(raw);
+    t.display = t.dir_path + "/" + t.name;
+    if (auto probed = probe_device(t.dir_path); probed.ok())
+        t.device = probed.value();
+    else
+        t.device.writeback = WritebackMode::ChunkSync; // unknown filesystem: the mode that is right everywhere
+    if (std::string why = name_problem(t.name, t.device.limits); !why.empty())
+        return Status::destination(EINVAL, "create", t.display).with_detail(why);
+    if (options.expected_size && *options.expected_size > t.device.limits.max_file_size)
+        return Status::destination(EFBIG, "create", t.display)
+            .with_detail("is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)");
+    // The conflict is settled before the first byte, so a refused stream costs the sender nothing. The commit
+    // checks again (RENAME_NOREPLACE), for a file that appears meanwhile.
+    ExistingTarget existing;
+    struct stat st {};
+    if (sys().fstatat(t.dir->get(), t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+        existing = {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
+    const ConflictDecision d = resolve_conflict(existing, options.conflict, std::nullopt, t.display);
+    if (d.outcome == ConflictDecision::Outcome::Skip)
+        return Status::destination(EEXIST, "exists", t.display);
+    if (d.outcome != ConflictDecision::Outcome::Proceed)
+        return d.error;
+    return t;
+}
+
+} // namespace
 
 Result<StreamWriter> StreamWriter::create(const std::string &target, const StreamOptions &options,
                                           ProgressCounters &counters)
 {
-    const auto [dir_path, name] = split_path(strip_trailing_slashes(target));
-    if (name.empty() || name == "." || name == ".." || name == "/")
-        return Status::from_errno(EINVAL, "create", target).with_detail("is not a file name");
-
-    int raw = retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); });
-    if (raw < 0)
-        return Status::from_errno(errno, "open folder", dir_path);
-    auto dir = std::make_shared<const UniqueFd>(raw);
-    const std::string display = dir_path + "/" + name;
-
-    DeviceInfo device;
-    if (auto probed = probe_device(dir_path); probed.ok()) {
-        device = probed.value();
-    } else {
-        // Without knowing the filesystem, take the mode that is right everywhere.
-        device.writeback = WritebackMode::ChunkSync;
-    }
-    if (std::string why = name_problem(name, device.limits); !why.empty())
-        return Status::from_errno(EINVAL, "create", display).with_detail(why);
-    if (options.expected_size && *options.expected_size > device.limits.max_file_size)
-        return Status::from_errno(EFBIG, "create", display)
-            .with_detail("is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)");
-
-    // The conflict is settled before the first byte, so a refused stream costs the sender nothing. The
-    // commit checks again (RENAME_NOREPLACE), for a file that appears meanwhile.
-    struct stat existing {};
-    if (sys().fstatat(dir->get(), name.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (options.conflict == ConflictPolicy::Refuse || options.conflict == ConflictPolicy::Skip)
-            return Status::from_errno(EEXIST, "exists", display);
-        if (options.conflict == ConflictPolicy::Overwrite && S_ISDIR(existing.st_mode))
-            return Status::from_errno(EISDIR, "overwrite", display).with_detail("is a folder; a file cannot replace it");
-    }
-
+    Result<StreamTarget> t = check_target(target, options);
+    if (!t.ok())
+        return t.status();
     uint64_t resumed = 0;
-    Result<PartFile> part = Status::from_errno(ENOENT, "open", display);
+    Result<PartFile> part = Status::destination(ENOENT, "open", t->display);
     if (options.resume)
-        part = PartFile::reopen(dir, dir_path, name, resumed);
+        part = PartFile::reopen(t->dir, t->dir_path, t->name, resumed);
     // 0666: the umask applies, as to any new file. Explicit permission bits are set at finish().
     if (!part.ok()) {
         resumed = 0;
-        part = PartFile::create(dir, dir_path, name, 0666);
+        part = PartFile::create(t->dir, t->dir_path, t->name, 0666);
     }
     if (!part.ok())
         return part.status();
 
     StreamWriter w;
-    w.dir_ = std::move(dir);
-    w.dir_path_ = dir_path;
+    w.dir_ = t->dir;
+    w.dir_path_ = t->dir_path;
     w.part_ = std::move(part.value());
     w.counters_ = &counters;
-    w.mode_ = device.writeback;
-    w.data_sync_ = device.data_sync;
-    w.conflict_ = options.conflict;
+    w.device_ = t->device;
+    w.conflict_ = options.conflict == ConflictPolicy::Skip ? ConflictPolicy::Refuse : options.conflict;
     w.file_mode_ = options.mode;
     w.mtime_ = options.mtime;
-    w.limits_ = options.limits;
-    w.offset_ = w.chunk_start_ = w.resumed_ = resumed;
+    w.limits_ = options.limits.checked();
+    w.offset_ = w.chunk_start_ = w.resumed_ = w.durable_ = resumed;
     if (resumed > 0) {
         // Already on the device, as far as anyone can tell; the final fdatasync settles it either way.
         counters.written_bytes.fetch_add(resumed, std::memory_order_relaxed);
         counters.durable_bytes.fetch_add(resumed, std::memory_order_relaxed);
         counters.unwritten_bytes.fetch_add(resumed, std::memory_order_relaxed);
-        w.durable_ = resumed;
     }
-
-    if (options.expected_size && *options.expected_size > 0 && w.mode_ != WritebackMode::None) {
-        // KEEP_SIZE: the file's size grows with its data, so a stream that ends early is not padded.
-        if (*options.expected_size <= resumed)
-            ; // nothing left to reserve
-        else if (sys().fallocate(w.part_.fd(), FALLOC_FL_KEEP_SIZE, off_t(resumed),
-                                 off_t(*options.expected_size - resumed)) == 0)
-            w.reserved_ = *options.expected_size;
-        else if (errno == ENOSPC || errno == EDQUOT)
-            return Status::from_errno(errno, "allocate", display); // |w| goes: the part file with it
-        // Filesystems without fallocate just write.
+    // KEEP_SIZE: the file's size grows with its data, so a stream that ends early is not padded.
+    if (options.expected_size && *options.expected_size > resumed && w.device_.writeback != WritebackMode::None) {
+        if (Status rs = reserve_space(w.part_, resumed, *options.expected_size); !rs)
+            return rs; // |w| goes: the part file with it
+        w.reserved_ = *options.expected_size;
     }
-
-    w.windows_ = std::make_unique<WritebackWindows>(w.part_.fd(), w.mode_, display);
+    w.windows_ = std::make_unique<WritebackWindows>(w.part_.fd(), w.device_.writeback, t->display);
     w.plan_ = plan_chunks(0, w.limits_);
     w.meter_.start(monotonic_seconds(), w.durable_);
     return w;
@@ -172,7 +183,7 @@ Status StreamWriter::write(const void *data, std::size_t len)
     if (!broken_.ok())
         return broken_;
     if (finished_ || !part_.valid())
-        return Status::from_errno(EBADF, "write", part_.display_path());
+        return Status::destination(EBADF, "write", part_.display_path());
     const char *p = static_cast<const char *>(data);
     while (len > 0) {
         // A block is cut at the chunk's end, so a chunk never outgrows its plan whatever the sender's block size.
@@ -183,9 +194,9 @@ Status StreamWriter::write(const void *data, std::size_t len)
             ssize_t w = retry_eintr(
                 [&] { return sys().pwrite(part_.fd(), p + done, piece - done, off_t(offset_ + done)); });
             if (w < 0)
-                return fail(Status::from_errno(errno, "write", part_.display_path()));
+                return fail(Status::destination(errno, "write", part_.display_path()));
             if (w == 0)
-                return fail(Status::from_errno(EIO, "write", part_.display_path()));
+                return fail(Status::destination(EIO, "write", part_.display_path()));
             done += std::size_t(w);
         }
         offset_ += piece;
@@ -205,7 +216,7 @@ Status StreamWriter::finish(std::string *final_path)
     if (!broken_.ok())
         return broken_;
     if (finished_ || !part_.valid())
-        return Status::from_errno(EBADF, "finish", part_.display_path());
+        return Status::destination(EBADF, "finish", part_.display_path());
     if (Status s = submit_chunk(); !s)
         return s;
     uint64_t d = 0;
@@ -214,40 +225,38 @@ Status StreamWriter::finish(std::string *final_path)
     if (!drained)
         return fail(std::move(drained));
     windows_.reset();
+    if (Status s = settle_attributes(); !s)
+        return fail(std::move(s));
 
+    PublishSteps steps{device_.writeback != WritebackMode::None, device_.data_sync, conflict_, {}, {}};
+    steps.on_durable = [this] { take_durable(offset_ - durable_); };
+    std::string final_name;
+    Status s = publish(part_, steps, &final_name);
+    if (part_.committed()) { // renamed: the file is published, whatever the folder's sync said
+        finished_ = true;
+        if (final_path)
+            *final_path = dir_path_ + "/" + final_name;
+    }
+    return s ? s : fail(std::move(s));
+}
+
+// Gives back what was reserved beyond the end, and applies the sender's permission bits and time.
+Status StreamWriter::settle_attributes()
+{
     if (reserved_ > offset_) {
         // The sender announced more than it sent: give the reserved blocks beyond the end back. A hole can't
         // be punched beyond the end of a file (ext4 ignores it), but a truncate to the size it has frees them.
         if (retry_eintr([&] { return sys().ftruncate(part_.fd(), off_t(offset_)); }) < 0)
-            return fail(Status::from_errno(errno, "ftruncate", part_.display_path()));
+            return Status::destination(errno, "ftruncate", part_.display_path());
     }
     // FAT can't store modes and some FUSE drivers neither modes nor times: best-effort there, as for copies.
     if (file_mode_ && sys().fchmod(part_.fd(), *file_mode_ & 07777 & ~mode_t(S_ISUID | S_ISGID)) < 0 &&
         !cannot_store_attributes(errno))
-        return fail(Status::from_errno(errno, "fchmod", part_.display_path()));
+        return Status::destination(errno, "fchmod", part_.display_path());
     if (mtime_) {
         struct timespec times[2] = {{0, UTIME_OMIT}, *mtime_};
         if (sys().futimens(part_.fd(), times) < 0 && !cannot_store_attributes(errno))
-            return fail(Status::from_errno(errno, "futimens", part_.display_path()));
-    }
-
-    const bool syncs = mode_ != WritebackMode::None;
-    if (syncs) {
-        if (Status s = part_.sync_data(data_sync_); !s)
-            return fail(std::move(s));
-    }
-    take_durable(offset_ - durable_);
-
-    std::string final_name;
-    if (Status s = part_.commit(conflict_, &final_name); !s)
-        return fail(std::move(s));
-    finished_ = true;
-    if (final_path)
-        *final_path = dir_path_ + "/" + final_name;
-    if (syncs) {
-        // The file is published; a failure here says only that the rename may not survive a power cut.
-        if (Status s = sync_directory(dir_->get(), dir_path_); !s)
-            return fail(std::move(s));
+            return Status::destination(errno, "futimens", part_.display_path());
     }
     return {};
 }

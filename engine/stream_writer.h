@@ -92,7 +92,7 @@ public:
     // sender whether to resume (KIO's canResume()).
     static uint64_t leftover_part_size(const std::string &target);
     uint64_t bytes_durable() const { return durable_; }
-    WritebackMode writeback_mode() const { return mode_; }
+    WritebackMode writeback_mode() const { return device_.writeback; }
     // The part file's path, for tests and messages.
     std::string part_path() const;
 
@@ -100,6 +100,7 @@ private:
     Status submit_chunk();
     void take_durable(uint64_t bytes);
     Status fail(Status s);
+    Status settle_attributes();
 
     SharedDirFd dir_;
     std::string dir_path_;
@@ -107,8 +108,7 @@ private:
     // Declared after part_ so it is destroyed first: its sync thread may be using the part file's descriptor.
     std::unique_ptr<WritebackWindows> windows_;
     ProgressCounters *counters_ = nullptr;
-    WritebackMode mode_ = WritebackMode::ChunkSync;
-    DataSync data_sync_ = DataSync::File;
+    DeviceInfo device_;
     ConflictPolicy conflict_ = ConflictPolicy::Refuse;
     std::optional<mode_t> file_mode_;
     std::optional<struct timespec> mtime_;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "sys.h"
 
+#include <algorithm>
+#include <sys/resource.h>
+
 #include "fd.h"
 
 #include <dirent.h>
@@ -131,6 +134,20 @@ int Syscalls::list_dir(int dirfd, std::vector<std::string> &names)
     ::closedir(dir);
     errno = err;
     return err ? -1 : 0;
+}
+
+unsigned long raise_open_file_limit()
+{
+    struct rlimit rl {};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 0;
+    const rlim_t wanted = rl.rlim_max == RLIM_INFINITY ? 65536 : std::min<rlim_t>(rl.rlim_max, 65536);
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < wanted) {
+        rl.rlim_cur = wanted;
+        ::setrlimit(RLIMIT_NOFILE, &rl);
+        ::getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return rl.rlim_cur;
 }
 
 } // namespace sanecopy

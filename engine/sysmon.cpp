@@ -109,8 +109,9 @@ std::optional<PageCacheStat> cachestat(int fd, uint64_t off, uint64_t len)
 {
     KernelCachestatRange range{off, len};
     KernelCachestat cs{};
-    // Straight to the kernel, not through sys(): glibc has no wrapper to mirror, and this only watches the
-    // page cache. No copy step depends on it, so no test needs to inject its failures.
+    // Straight to the kernel, not through sys(): glibc has no wrapper to mirror, and this only looks at the
+    // page cache. The source's residency check falls back to mincore when it fails, so no copy step depends on
+    // it and no test needs to inject its failures.
     if (::syscall(kSysCachestat, fd, &range, &cs, 0U) != 0)
         return std::nullopt;
     return PageCacheStat{cs.nr_cache, cs.nr_dirty, cs.nr_writeback, cs.nr_evicted, cs.nr_recently_evicted};

@@ -42,6 +42,7 @@ PlanEntry entry_from_stat(const struct stat &st, std::string rel)
         e.kind = EntryKind::Symlink;
     else {
         e.kind = EntryKind::Special;
+        e.left_out = LeftOut::SpecialFile;
         e.skip_reason = std::string("is a ") + special_kind(st.st_mode) + "; only files, folders and links are copied";
     }
     return e;
@@ -55,7 +56,7 @@ public:
     {
         std::vector<std::string> names;
         if (sys().list_dir(dirfd, names) < 0) {
-            on_error_(Status::from_errno(errno, "read folder", display));
+            on_error_(Status::source(errno, "read folder", display));
             return;
         }
         std::sort(names.begin(), names.end());
@@ -64,7 +65,7 @@ public:
             const std::string child_display = display + "/" + name;
             struct stat st {};
             if (sys().fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                on_error_(Status::from_errno(errno, "stat", child_display));
+                on_error_(Status::source(errno, "stat", child_display));
                 continue;
             }
             plan_.entries.push_back(entry_from_stat(st, child_rel));
@@ -74,7 +75,8 @@ public:
                 return sys().openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
             }));
             if (!child) {
-                on_error_(Status::from_errno(errno, "open folder", child_display));
+                on_error_(Status::source(errno, "open folder", child_display));
+                plan_.entries.back().left_out = LeftOut::Unreadable;
                 plan_.entries.back().skip_reason = "cannot be read";
                 continue;
             }
@@ -89,6 +91,27 @@ private:
 
 } // namespace
 
+const char *to_string(LeftOut reason)
+{
+    switch (reason) {
+    case LeftOut::None:
+        return "none";
+    case LeftOut::SpecialFile:
+        return "special-file";
+    case LeftOut::RefusedName:
+        return "refused-name";
+    case LeftOut::TooBig:
+        return "too-big";
+    case LeftOut::Unreadable:
+        return "unreadable";
+    case LeftOut::Exists:
+        return "exists";
+    case LeftOut::AfterError:
+        return "after-error";
+    }
+    return "?";
+}
+
 ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_error)
 {
     ItemPlan plan;
@@ -96,12 +119,12 @@ ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_e
     UniqueFd parent(retry_eintr(
         [&] { return sys().openat(AT_FDCWD, item.source_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); }));
     if (!parent) {
-        on_error(Status::from_errno(errno, "open folder", item.source_dir));
+        on_error(Status::source(errno, "open folder", item.source_dir));
         return plan;
     }
     struct stat st {};
     if (sys().fstatat(parent.get(), item.source_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        on_error(Status::from_errno(errno, "stat", item.source));
+        on_error(Status::source(errno, "stat", item.source));
         return plan;
     }
     plan.entries.push_back(entry_from_stat(st, ""));
@@ -112,7 +135,7 @@ ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_e
                             0);
     }));
     if (!root) {
-        on_error(Status::from_errno(errno, "open folder", item.source));
+        on_error(Status::source(errno, "open folder", item.source));
         plan.entries.clear();
         return plan;
     }

@@ -20,6 +20,18 @@ namespace sanecopy {
 
 enum class EntryKind { Directory, File, Symlink, Special };
 
+// Why an entry is left out of a copy, for front ends that count or word the reasons themselves.
+enum class LeftOut {
+    None,
+    SpecialFile,   // a FIFO, socket or device node
+    RefusedName,   // a name the destination's filesystem can't store
+    TooBig,        // larger than one file on the destination's filesystem can be
+    Unreadable,    // a folder that can't be listed
+    Exists,        // the target exists and the conflict policy (or answer) said skip
+    AfterError,    // the user chose to skip it after it failed
+};
+const char *to_string(LeftOut reason);
+
 struct PlanEntry {
     EntryKind kind = EntryKind::File;
     std::string rel;          // below the item's root, "" for the root itself; '/'-separated
@@ -28,7 +40,8 @@ struct PlanEntry {
     mode_t mode = 0;
     struct timespec mtime {};
     dev_t dev = 0;
-    std::string skip_reason;  // set when the entry is reported and left out
+    LeftOut left_out = LeftOut::None; // set, with skip_reason, when the entry is reported and left out
+    std::string skip_reason;
 };
 
 struct ItemPlan {

@@ -39,25 +39,30 @@ struct Xxh3 {
 
 } // namespace
 
-Status verify_copy(int source, int copy, uint64_t size, const std::string &path)
+Status verify_copy(int source, int copy, uint64_t size, const std::string &path, bool evict, const JobControl *control)
 {
     // Clean after fdatasync, so this really empties the cache of the copy: the reads below go to the device.
-    sys().fadvise(copy, 0, 0, POSIX_FADV_DONTNEED);
-    SourceCache source_cache(source, size, true);
+    if (evict)
+        drop_written_pages(copy);
+    SourceCache source_cache(source, size, evict);
     constexpr size_t kBlock = 1 << 20;
     std::vector<char> a(kBlock), b(kBlock);
     Xxh3 ha, hb;
     Status result;
     for (uint64_t off = 0; off < size;) {
+        if (control && control->cancel_requested()) {
+            result = Status::from_errno(ECANCELED, "verify", path);
+            break;
+        }
         const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
         const ssize_t na = read_full(source, a.data(), want, off);
         if (na < 0) {
-            result = Status::from_errno(errno, "read source", path);
+            result = Status::source(errno, "read source", path);
             break;
         }
         const ssize_t nb = read_full(copy, b.data(), want, off);
         if (nb < 0) {
-            result = Status::from_errno(errno, "read back", path);
+            result = Status::destination(errno, "read back", path);
             break;
         }
         XXH3_64bits_update(ha.state, a.data(), size_t(na));
@@ -67,24 +72,27 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path)
         off += want;
         source_cache.release_until(off);
         // Drop what was read back as we go: verify must not fill the cache any more than the copy did.
-        sys().fadvise(copy, off_t(off - want), off_t(want), POSIX_FADV_DONTNEED);
+        if (evict)
+            drop_read_pages(copy, off - want, want);
     }
     source_cache.release_all();
-    sys().fadvise(copy, 0, 0, POSIX_FADV_DONTNEED);
+    if (evict)
+        drop_written_pages(copy);
     if (!result.ok())
         return result;
     if (XXH3_64bits_digest(ha.state) != XXH3_64bits_digest(hb.state))
-        return Status::from_errno(EBADMSG, "verify", path)
+        return Status::destination(EBADMSG, "verify", path)
             .with_detail("the copy read back from the device differs from the source (verify failed)");
     return {};
 }
 
-uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size)
+uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &raw_limits)
 {
-    constexpr uint64_t kAlign = 64 * 1024;
+    const ChunkLimits limits = raw_limits.checked();
+    const uint64_t kAlign = limits.align;
     // As much as can have been in flight when the copy stopped (the chunk controller's budget): all of it may
     // have been lost, not only the last window.
-    constexpr uint64_t kWindow = 24 * 1024 * 1024;
+    const uint64_t kWindow = limits.max_in_flight;
     if (part_size == 0 || part_size > source_size)
         return 0;
     const uint64_t at = part_size / kAlign * kAlign;

@@ -5,6 +5,8 @@
 // with XXH3 and compared. Reading it from RAM would only prove that memory still holds what was written.
 #pragma once
 
+#include "chunk_controller.h"
+#include "job_control.h"
 #include "result.h"
 
 #include <cstdint>
@@ -13,13 +15,17 @@
 namespace sanecopy {
 
 // Hashes |size| bytes of |source| and of |copy| (a descriptor open for reading on the durable copy). Succeeds
-// when both hashes agree; fails with EBADMSG when they don't, or with the read error. Leaves the copy's pages
-// out of the cache, and the source's pages as they were (what verify read in is dropped again).
-Status verify_copy(int source, int copy, uint64_t size, const std::string &display_path);
+// when both hashes agree; fails with EBADMSG when they don't, with the read error, or with ECANCELED when
+// |control| is cancelled (checked once per MiB). With |evict| (the route's page-cache policy; off onto tmpfs,
+// where memory is the device) the copy's pages are dropped first, so the reads go to the device, and what
+// verify read in on either side is dropped again; the source's pages cached before are left alone.
+Status verify_copy(int source, int copy, uint64_t size, const std::string &display_path, bool evict = true,
+                   const JobControl *control = nullptr);
 
-// Where an interrupted copy can go on: the length of the part file's prefix whose last up-to-24-MiB window
-// matches the source, rounded down to 64 KiB; 0 when nothing usable is there (a different source, a torn tail).
-// Pure over the seam's reads; |part| must be open for reading.
-uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size);
+// Where an interrupted copy can go on: the length of the part file's prefix whose last window of
+// |limits.max_in_flight| (what may have been lost in flight) matches the source, rounded down to
+// |limits.align|; 0 when nothing usable is there (a different source, a torn tail). Pure over the seam's reads;
+// |part| must be open for reading.
+uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &limits = {});
 
 } // namespace sanecopy

@@ -230,12 +230,8 @@ void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const Q
         const QString mount = qs(plan.device.mount_point), block = qs(plan.device.block_device);
         const bool removable = plan.device.removable;
         int badNames = 0;
-        for (const auto &[path, why] : plan.left_out) {
-            const auto slash = path.rfind('/');
-            badNames += !sanecopy::name_problem(slash == std::string::npos ? path : path.substr(slash + 1),
-                                                plan.device.limits)
-                             .empty();
-        }
+        for (const auto &entry : plan.left_out)
+            badNames += entry.reason == sanecopy::LeftOut::RefusedName;
         // The application object outlives this thread; the bridge may not, hence the guard checked over there.
         QMetaObject::invokeMethod(
             QCoreApplication::instance(),

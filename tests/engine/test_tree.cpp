@@ -284,7 +284,8 @@ TEST_CASE("plan: problems are known before the first byte, and nothing is writte
     REQUIRE(plan.errors.size() == 1);
     CHECK(plan.errors[0].err() == ENOENT);
     REQUIRE(plan.left_out.size() == 1);
-    CHECK(plan.left_out[0].first == t / "tree/pipe");
+    CHECK(plan.left_out[0].path == t / "tree/pipe");
+    CHECK(plan.left_out[0].reason == LeftOut::SpecialFile);
     CHECK(plan.problems().size() == 2);
     CHECK(list_tree(t / "out") == ".\tdir\n");
 }

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "small_batch.h"
+
+#include "page_cache_policy.h"
+#include "sys.h"
+
+#include <cctype>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace sanecopy {
+
+// syncfs on a helper thread. Requests that arrive while one runs are served together by the next, so a burst
+// of tickets costs one more syncfs, not one each.
+class Syncer {
+public:
+    Syncer(SharedDirFd dir, std::string display) : dir_(std::move(dir)), display_(std::move(display))
+    {
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~Syncer()
+    {
+        {
+            std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
+    }
+
+    // Done once a syncfs that started after this call has returned: whatever was written before is durable.
+    uint64_t request()
+    {
+        std::lock_guard lock(mutex_);
+        const uint64_t ticket = ++requested_;
+        wake_.notify_all();
+        return ticket;
+    }
+    bool done(uint64_t ticket)
+    {
+        std::lock_guard lock(mutex_);
+        return completed_ >= ticket || !error_.ok();
+    }
+    // After a failed syncfs nothing written before it can be trusted to be on the device: every ticket not
+    // yet done gets that error.
+    Status wait(uint64_t ticket)
+    {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return completed_ >= ticket || !error_.ok(); });
+        return completed_ >= ticket ? Status() : error_;
+    }
+
+private:
+    void loop()
+    {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [&] { return stop_ || (requested_ > completed_ && error_.ok()); });
+            if (stop_)
+                return;
+            const uint64_t serving = requested_;
+            lock.unlock();
+            const int r = retry_eintr([&] { return sys().syncfs(dir_->get()); });
+            const int err = errno;
+            lock.lock();
+            if (r < 0)
+                error_ = Status::destination(err, "syncfs", display_);
+            else
+                completed_ = serving;
+            wake_.notify_all();
+        }
+    }
+
+    SharedDirFd dir_;
+    std::string display_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    uint64_t requested_ = 0;
+    uint64_t completed_ = 0;
+    Status error_;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+SmallFileBatch::SmallFileBatch(WritebackMode mode, BatchLimits limits, bool case_insensitive, Hooks hooks)
+    : mode_(mode), limits_(limits), case_insensitive_(case_insensitive), hooks_(std::move(hooks))
+{
+}
+
+SmallFileBatch::~SmallFileBatch() { discard(); }
+
+std::pair<int, std::string> SmallFileBatch::key(const BatchedFile &f) const
+{
+    std::string name = f.part.name();
+    if (case_insensitive_)
+        for (char &c : name)
+            c = char(std::tolower(static_cast<unsigned char>(c)));
+    return {f.part.dir()->get(), name};
+}
+
+bool SmallFileBatch::holds(int dir, const std::string &name) const
+{
+    if (names_.empty())
+        return false;
+    std::string folded = name;
+    if (case_insensitive_)
+        for (char &c : folded)
+            c = char(std::tolower(static_cast<unsigned char>(c)));
+    return names_.count({dir, folded}) > 0;
+}
+
+bool SmallFileBatch::empty() const { return filling_.files.empty() && syncing_.empty() && naming_.empty(); }
+
+PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
+{
+    PublishSteps steps;
+    steps.policy = f.policy;
+    if (hooks_.verify)
+        steps.verify = [this, &f](const PartFile &) { return hooks_.verify(f); };
+    return steps;
+}
+
+void SmallFileBatch::add(BatchedFile file)
+{
+    if (!sync_dir_)
+        sync_dir_ = file.part.dir();
+    names_.insert(key(file));
+    filling_.bytes += file.bytes;
+    filling_.files.push_back(std::move(file));
+    if (filling_.bytes >= limits_.max_bytes || filling_.files.size() >= limits_.max_files)
+        hand_off();
+}
+
+void SmallFileBatch::hand_off()
+{
+    if (filling_.files.empty())
+        return;
+    if (mode_ != WritebackMode::Windows) {
+        settle_each(filling_);
+        filling_ = {};
+        return;
+    }
+    if (!syncer_)
+        syncer_ = std::make_unique<Syncer>(sync_dir_, filling_.files.front().part.dir_path());
+    // Asked for before waiting on the older group, so the device goes on from one group to the next.
+    filling_.ticket = syncer_->request();
+    syncing_.push_back(std::move(filling_));
+    filling_ = {};
+    while (syncing_.size() > 1) {
+        Group older = std::move(syncing_.front());
+        syncing_.pop_front();
+        settle_data(older, syncer_->wait(older.ticket));
+    }
+    reap_names(false);
+}
+
+// A group's data is on the device (or |synced| says why not): count it, drop its pages, verify and rename.
+void SmallFileBatch::settle_data(Group &group, Status synced)
+{
+    Group named;
+    for (BatchedFile &f : group.files) {
+        names_.erase(key(f));
+        if (!synced) {
+            hooks_.failed(f, synced.for_path(f.part.display_path()));
+            continue;
+        }
+        f.durable = true;
+        hooks_.durable(f);
+        drop_written_pages(f.part.fd());
+        f.part.close_fd().ignore(); // synced already; the name is what is left to publish
+        std::string final_name;
+        if (Status s = publish_synced(f.part, steps_for(f), &final_name); !s) {
+            hooks_.failed(f, std::move(s));
+            continue;
+        }
+        f.target = f.part.dir_path() + "/" + final_name;
+        named.files.push_back(std::move(f));
+    }
+    if (named.files.empty())
+        return;
+    named.ticket = syncer_->request();
+    naming_.push_back(std::move(named));
+}
+
+void SmallFileBatch::reap_names(bool wait)
+{
+    while (!naming_.empty() && (wait || syncer_->done(naming_.front().ticket))) {
+        Group group = std::move(naming_.front());
+        naming_.pop_front();
+        const Status s = syncer_->wait(group.ticket);
+        for (BatchedFile &f : group.files) {
+            if (s)
+                hooks_.published(f);
+            else
+                hooks_.failed(f, s.for_path(f.target));
+        }
+    }
+}
+
+// Without a syncfs that reaches the device: each file's data, then each folder's renames.
+void SmallFileBatch::settle_each(Group &group)
+{
+    std::vector<BatchedFile *> named;
+    for (BatchedFile &f : group.files) {
+        names_.erase(key(f));
+        if (Status s = f.part.sync_data(); !s) {
+            hooks_.failed(f, std::move(s));
+            continue;
+        }
+        f.durable = true;
+        hooks_.durable(f);
+        drop_written_pages(f.part.fd());
+        f.part.close_fd().ignore();
+        std::string final_name;
+        if (Status s = publish_synced(f.part, steps_for(f), &final_name); !s) {
+            hooks_.failed(f, std::move(s));
+            continue;
+        }
+        f.target = f.part.dir_path() + "/" + final_name;
+        named.push_back(&f);
+    }
+    std::set<int> synced_dirs;
+    Status s;
+    for (BatchedFile *f : named) {
+        if (synced_dirs.insert(f->part.dir()->get()).second && s)
+            s = sync_directory(f->part.dir()->get(), f->part.dir_path());
+    }
+    for (BatchedFile *f : named) {
+        if (s)
+            hooks_.published(*f);
+        else
+            hooks_.failed(*f, s.for_path(f->target));
+    }
+}
+
+void SmallFileBatch::flush()
+{
+    hand_off();
+    while (!syncing_.empty()) {
+        Group group = std::move(syncing_.front());
+        syncing_.pop_front();
+        settle_data(group, syncer_->wait(group.ticket));
+    }
+    reap_names(true);
+}
+
+void SmallFileBatch::discard()
+{
+    filling_ = {};   // part files go with their PartFile
+    syncing_.clear();
+    names_.clear();
+    reap_names(true); // renamed already: complete files, reported once their names are durable
+}
+
+} // namespace sanecopy

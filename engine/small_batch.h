@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Small files are written into their part files one after another and published in groups: a group pays one
+// sync instead of one per file (about 35 ms a file on slow media), and its writeback reaches the device as a
+// few large requests instead of one small request per file.
+//
+// Where syncfs reaches the device (block filesystems: WritebackMode::Windows), the syncs run on a helper
+// thread while the job writes the next group. One syncfs makes a group's data durable, and with it the renames
+// made before it started, so:
+//   - a group is renamed only once its data is on the device (after verify, when asked for), and reported
+//     published only once a later syncfs has made the renames durable too;
+//   - at most two groups are off the device at any time: dirty memory stays within 2 × max_bytes;
+//   - the device never waits for the job between groups, nor the job for the device, unless it is two ahead.
+// Elsewhere (FUSE and network filesystems, where syncfs is not passed on reliably) each file is fdatasync'ed
+// and each folder fsync'ed, on the job's thread, when a group is full.
+//
+// Whatever is not published when the batch goes (cancel, a device error) has its part file removed.
+#pragma once
+
+#include "device_probe.h"
+#include "fd.h"
+#include "publish.h"
+#include "result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sanecopy {
+
+struct BatchedFile {
+    PartFile part;
+    std::string source;
+    uint64_t bytes = 0;
+    ConflictPolicy policy = ConflictPolicy::Refuse;
+    UniqueFd source_fd;     // kept for verify
+    std::string note;       // for its done event
+    std::string target;     // where it landed, once renamed
+    bool durable = false;   // its data was counted durable
+};
+
+struct BatchLimits {
+    uint64_t max_bytes = 12 * 1024 * 1024;
+    std::size_t max_files = 4096;
+};
+
+class Syncer;
+
+class SmallFileBatch {
+public:
+    struct Hooks {
+        std::function<void(const BatchedFile &)> durable;     // its data is on the device
+        std::function<Status(const BatchedFile &)> verify;    // empty: no verify
+        std::function<void(BatchedFile &, Status)> failed;    // it was not published (its part file goes)
+        std::function<void(BatchedFile &)> published;         // its name is on the device too
+    };
+
+    // |case_insensitive|: the filesystem matches names whatever their case (FAT, exFAT, NTFS).
+    SmallFileBatch(WritebackMode mode, BatchLimits limits, bool case_insensitive, Hooks hooks);
+    ~SmallFileBatch();
+    SmallFileBatch(const SmallFileBatch &) = delete;
+    SmallFileBatch &operator=(const SmallFileBatch &) = delete;
+
+    // Whether a file aiming at |name| in |dir| is waiting here to be renamed: a second one must wait for the
+    // batch, or the two would share a part file.
+    bool holds(int dir, const std::string &name) const;
+    // Takes a file whose bytes are written and whose attributes are set.
+    void add(BatchedFile file);
+    // Publishes (or fails) everything added so far.
+    void flush();
+    // Removes every part file not yet renamed, without syncing; renamed files are still reported once durable.
+    void discard();
+    bool empty() const;
+
+private:
+    struct Group {
+        std::vector<BatchedFile> files;
+        uint64_t bytes = 0;
+        uint64_t ticket = 0;   // the Syncer's, for its data (syncing_) or its names (naming_)
+    };
+    std::pair<int, std::string> key(const BatchedFile &f) const;
+    void hand_off();
+    void settle_data(Group &group, Status synced);
+    void reap_names(bool wait);
+    void settle_each(Group &group);
+    PublishSteps steps_for(const BatchedFile &f) const;
+
+    WritebackMode mode_;
+    BatchLimits limits_;
+    bool case_insensitive_;
+    Hooks hooks_;
+    Group filling_;
+    std::deque<Group> syncing_;   // data sync requested
+    std::deque<Group> naming_;    // renamed, name sync requested
+    std::set<std::pair<int, std::string>> names_; // of files not renamed yet
+    SharedDirFd sync_dir_;        // what the Syncer's syncfs is called on
+    std::unique_ptr<Syncer> syncer_;
+};
+
+} // namespace sanecopy
