@@ -43,7 +43,8 @@ ConflictDecision resolve_conflict(const ExistingTarget &existing, ConflictPolicy
     case ConflictPolicy::Overwrite:
         if (existing.is_dir)
             return {Outcome::Fail, policy,
-                    Status::destination(EISDIR, "overwrite", target).with_detail("is a folder; a file cannot replace it")};
+                    Status::destination(EISDIR, "overwrite", target)
+                        .with_detail("is a folder; a file cannot replace it")};
         break;
     case ConflictPolicy::Rename:
         break;

@@ -85,7 +85,7 @@ private:
     {
         if (session_.route.clone_chain && session_.copy_file_range_works) {
             off_t in = off_t(off), out = off_t(off);
-            ssize_t r = retry_eintr([&] { return sys().copy_file_range(src_, &in, dst_, &out, len); });
+            ssize_t r = sys().copy_file_range(src_, &in, dst_, &out, len);
             if (r > 0) {
                 n = size_t(r);
                 dst_pos_known_ = false;
@@ -106,7 +106,7 @@ private:
             }
             off_t in = off_t(off);
             const size_t ask = size_t(std::min<uint64_t>(len, 0x7ffff000));
-            ssize_t r = retry_eintr([&] { return sys().sendfile(dst_, src_, &in, ask); });
+            ssize_t r = sys().sendfile(dst_, src_, &in, ask);
             if (r >= 0) {
                 n = size_t(r);
                 dst_pos_known_ = true;
@@ -126,13 +126,12 @@ private:
         if (buf.empty())
             buf.resize(1 << 20);
         const size_t want = size_t(std::min<uint64_t>(len, buf.size()));
-        ssize_t r = retry_eintr([&] { return sys().pread(src_, buf.data(), want, off_t(off)); });
+        ssize_t r = sys().pread(src_, buf.data(), want, off_t(off));
         if (r < 0)
             return Status::source(errno, kReadSource, path_);
         size_t done = 0;
         while (done < size_t(r)) {
-            ssize_t w = retry_eintr(
-                [&] { return sys().pwrite(dst_, buf.data() + done, size_t(r) - done, off_t(off + done)); });
+            ssize_t w = sys().pwrite(dst_, buf.data() + done, size_t(r) - done, off_t(off + done));
             if (w < 0)
                 return Status::destination(errno, "write", path_);
             if (w == 0)
@@ -152,7 +151,7 @@ private:
     {
         char byte;
         if ((err == EIO || err == ENXIO || err == ENOTCONN || err == ESTALE) &&
-            retry_eintr([&] { return sys().pread(src_, &byte, 1, off_t(off)); }) < 0)
+            sys().pread(src_, &byte, 1, off_t(off)) < 0)
             return Status::source(errno, kReadSource, path_);
         return Status::destination(err, op, path_);
     }
@@ -212,7 +211,7 @@ public:
         if (s && !drained)
             s = std::move(drained);
         // A trailing hole was never written: the size says it.
-        if (s && sparse_ && off_ == size_ && retry_eintr([&] { return sys().ftruncate(dst_, off_t(size_)); }) < 0)
+        if (s && sparse_ && off_ == size_ && sys().ftruncate(dst_, off_t(size_)) < 0)
             return Status::destination(errno, "ftruncate", path_);
         return s;
     }

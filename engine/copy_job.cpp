@@ -36,7 +36,7 @@ namespace {
 SharedDirFd open_dir(int at, const char *path, Status &error, const std::string &display, bool nofollow, Side side)
 {
     const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
-    int fd = retry_eintr([&] { return sys().openat(at, path, flags, 0); });
+    int fd = sys().openat(at, path, flags, 0);
     if (fd < 0) {
         error = Status(std::error_code(errno, std::generic_category()), "open folder", display, side);
         return {};
@@ -391,7 +391,7 @@ void JobRunner::finish()
     if (syncs() && any_dest_dir_ && !device_removed_) {
         // Metadata of everything this job touched (folders, times, the journal) reaches the device too, so
         // "done" and "cancelled" both mean there is nothing left to write.
-        if (retry_eintr([&] { return sys().syncfs(any_dest_dir_->get()); }) < 0)
+        if (sys().syncfs(any_dest_dir_->get()) < 0)
             report_error(Status::destination(errno, "syncfs", spec_.destination), spec_.destination);
     }
     summary_.cancelled = control_.cancel_requested() || stopped_by_answer_;
@@ -519,7 +519,8 @@ void JobRunner::copy_symlink(const FileTask &where)
                       sys().fstatat(where.dst_dir->get(), where.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     existing.is_dir = existing.exists && S_ISDIR(st.st_mode);
     // Links are not worth a question: the job's policy decides.
-    const ConflictDecision d = resolve_conflict(existing, spec_.conflict, std::nullopt, where.dst_display + "/" + where.dst_name);
+    const ConflictDecision d =
+        resolve_conflict(existing, spec_.conflict, std::nullopt, where.dst_display + "/" + where.dst_name);
     if (d.outcome == ConflictDecision::Outcome::Skip)
         return report_skip(where.source, "already exists at the destination", LeftOut::Exists);
     if (d.outcome != ConflictDecision::Outcome::Proceed)
@@ -550,7 +551,8 @@ bool JobRunner::settle_conflict(FileTask &task)
                            existing.is_dir, task.entry.mtime, existing.mtime};
         answer = spec_.ask_conflict(q);
     }
-    const ConflictDecision d = resolve_conflict(existing, spec_.conflict, answer, task.dst_display + "/" + task.dst_name);
+    const ConflictDecision d =
+        resolve_conflict(existing, spec_.conflict, answer, task.dst_display + "/" + task.dst_name);
     switch (d.outcome) {
     case ConflictDecision::Outcome::Proceed:
         task.policy = d.policy;
@@ -600,10 +602,8 @@ void JobRunner::copy_file_with_retries(FileTask &task)
 Status JobRunner::open_source(const FileTask &task, UniqueFd &in, struct stat &st)
 {
     // O_NONBLOCK: if the file was swapped for a FIFO since the walk, opening it must not wait for a writer.
-    in.reset(retry_eintr([&] {
-        return sys().openat(task.src_dir->get(), task.src_name.c_str(),
-                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
-    }));
+    in.reset(sys().openat(task.src_dir->get(), task.src_name.c_str(),
+                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
     if (!in)
         return Status::source(errno, "open source", task.source);
     if (sys().fstat(in.get(), &st) < 0)
@@ -670,7 +670,7 @@ Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const
             auto reader = part->open_for_reading();
             start = reader.ok() ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits) : 0;
             // Whatever lies past the verified prefix is not trusted: cut it off.
-            if (start > 0 && retry_eintr([&] { return sys().ftruncate(part->fd(), off_t(start)); }) == 0)
+            if (start > 0 && sys().ftruncate(part->fd(), off_t(start)) == 0)
                 return part;
             start = 0;
         }
@@ -802,7 +802,8 @@ JobPlan plan_job(const JobSpec &spec)
         for (PlanEntry &e : item.entries) {
             check_against_device(item, e, spec, plan.device);
             if (!e.skip_reason.empty()) {
-                plan.left_out.push_back({join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
+                plan.left_out.push_back(
+                    {join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
                 continue;
             }
             plan.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;

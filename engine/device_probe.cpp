@@ -255,7 +255,7 @@ void probe_block_source(const MountEntry &mount, DeviceInfo &info)
 
 std::optional<std::string> read_kernel_text(const std::string &path)
 {
-    int raw = retry_eintr([&] { return sys().openat(AT_FDCWD, path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY, 0); });
+    int raw = sys().openat(AT_FDCWD, path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY, 0);
     if (raw < 0)
         return std::nullopt;
     UniqueFd fd(raw);
@@ -266,8 +266,7 @@ std::optional<std::string> read_kernel_text(const std::string &path)
     for (;;) {
         size_t have = text.size();
         text.resize(have + kChunk);
-        ssize_t n = retry_eintr(
-            [&] { return sys().pread(fd.get(), text.data() + have, kChunk, static_cast<off_t>(have)); });
+        ssize_t n = sys().pread(fd.get(), text.data() + have, kChunk, static_cast<off_t>(have));
         if (n < 0)
             return std::nullopt;
         text.resize(have + static_cast<size_t>(n));
@@ -481,8 +480,7 @@ std::string detect_fs_type(const std::string &device, unsigned major_no, unsigne
 
 Result<DeviceInfo> probe_device(const std::string &folder)
 {
-    int raw = retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, folder.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0); });
+    int raw = sys().openat(AT_FDCWD, folder.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
     if (raw < 0)
         return Status::destination(errno, "open", folder);
     UniqueFd fd(raw);
@@ -491,7 +489,7 @@ Result<DeviceInfo> probe_device(const std::string &folder)
     if (sys().fstat(fd.get(), &st) < 0)
         return Status::destination(errno, "fstat", folder);
     struct statfs sfs {};
-    if (retry_eintr([&] { return sys().fstatfs(fd.get(), &sfs); }) < 0)
+    if (sys().fstatfs(fd.get(), &sfs) < 0)
         return Status::destination(errno, "fstatfs", folder);
 
     DeviceInfo info;

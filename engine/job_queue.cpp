@@ -152,8 +152,7 @@ UniqueFd lock_device(const std::string &key, const JobControl &control)
         if (c == '/')
             c = '_';
     const std::string path = folder + "/" + name + ".lock";
-    UniqueFd fd(retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600); }));
+    UniqueFd fd(sys().openat(AT_FDCWD, path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd)
         return {};
     // Polled rather than blocking, so a cancelled job stops waiting.

@@ -34,7 +34,7 @@ SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(siz
     // default window gains nothing from it.
     constexpr uint64_t kDefaultReadahead = 128 * 1024;
     if (size_ > kDefaultReadahead)
-        retry_eintr([&] { return sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL); });
+        sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
     if (!evict_)
         return;
     // Most sources are not cached at all, and then one cachestat says so: every page will be ours to drop.
@@ -132,7 +132,7 @@ Status WritebackWindows::start_sync_thread()
             const std::size_t target = submitted_;
             lock.unlock();
             // One fdatasync covers every window handed over before it began.
-            const int rc = retry_eintr([this] { return sys().fdatasync(fd_); });
+            const int rc = sys().fdatasync(fd_);
             const int err = rc < 0 ? errno : 0;
             lock.lock();
             if (err && !sync_error_)
@@ -153,7 +153,7 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
         durable += len;
         return {};
     case WritebackMode::Windows:
-        if (retry_eintr([&] { return sys().sync_file_range(fd_, off_t(off), off_t(len), SYNC_FILE_RANGE_WRITE); }) < 0)
+        if (sys().sync_file_range(fd_, off_t(off), off_t(len), SYNC_FILE_RANGE_WRITE) < 0)
             return Status::destination(errno, "sync_file_range", path_);
         break;
     case WritebackMode::ChunkSync: {
@@ -179,7 +179,7 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
     const Window w = queue_.front();
     if (mode_ == WritebackMode::Windows) {
         const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
-        if (retry_eintr([&] { return sys().sync_file_range(fd_, off_t(w.off), off_t(w.len), flags); }) < 0)
+        if (sys().sync_file_range(fd_, off_t(w.off), off_t(w.len), flags) < 0)
             return Status::destination(errno, "sync_file_range", path_);
     } else {
         std::unique_lock lock(mutex_);

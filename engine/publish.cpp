@@ -107,7 +107,7 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
     part.dir_path_ = dir_path;
     const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     for (int attempt = 0;; ++attempt) {
-        int fd = retry_eintr([&] { return sys().openat(part.dir_->get(), part.part_.c_str(), flags, mode); });
+        int fd = sys().openat(part.dir_->get(), part.part_.c_str(), flags, mode);
         if (fd >= 0) {
             part.fd_.reset(fd);
             part.owned_ = true;
@@ -136,8 +136,7 @@ Result<PartFile> PartFile::reopen(SharedDirFd dir, const std::string &dir_path, 
     part.part_ = part_name_for(name);
     part.display_ = dir_path + "/" + name;
     part.dir_path_ = dir_path;
-    int fd = retry_eintr(
-        [&] { return sys().openat(part.dir_->get(), part.part_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0); });
+    int fd = sys().openat(part.dir_->get(), part.part_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return Status::destination(errno == ELOOP ? ENOENT : errno, "open", dir_path + "/" + part.part_);
     part.fd_.reset(fd);
@@ -157,8 +156,7 @@ void PartFile::keep()
 
 Result<UniqueFd> PartFile::open_for_reading() const
 {
-    int fd = retry_eintr(
-        [&] { return sys().openat(dir_->get(), part_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0); });
+    int fd = sys().openat(dir_->get(), part_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return Status::destination(errno, "open", display_);
     return UniqueFd(fd);
@@ -197,9 +195,9 @@ Status apply_attributes(int fd, mode_t mode, const struct timespec &mtime, const
 
 Status PartFile::sync_data(DataSync how)
 {
-    if (how == DataSync::FilesystemFirst && retry_eintr([&] { return sys().syncfs(fd_.get()); }) < 0)
+    if (how == DataSync::FilesystemFirst && sys().syncfs(fd_.get()) < 0)
         return Status::destination(errno, "syncfs", display_);
-    if (retry_eintr([&] { return sys().fdatasync(fd_.get()); }) < 0)
+    if (sys().fdatasync(fd_.get()) < 0)
         return Status::destination(errno, "fdatasync", display_);
     return {};
 }
@@ -342,7 +340,7 @@ Status publish_symlink(const SharedDirFd &dir, const std::string &dir_path, cons
 
 Status sync_directory(int dirfd, const std::string &path)
 {
-    if (retry_eintr([&] { return sys().fsync(dirfd); }) < 0)
+    if (sys().fsync(dirfd) < 0)
         return Status::destination(errno, "fsync", path);
     return {};
 }

@@ -61,7 +61,7 @@ private:
                 return;
             const uint64_t serving = requested_;
             lock.unlock();
-            const int r = retry_eintr([&] { return sys().syncfs(dir_->get()); });
+            const int r = sys().syncfs(dir_->get());
             const int err = errno;
             lock.lock();
             if (r < 0)

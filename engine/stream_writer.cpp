@@ -65,8 +65,7 @@ Result<StreamTarget> check_target(const std::string &target, const StreamOptions
     std::tie(t.dir_path, t.name) = split_path(strip_trailing_slashes(target));
     if (t.name.empty() || t.name == "." || t.name == ".." || t.name == "/")
         return Status::from_errno(EINVAL, "create", target).with_detail("is not a file name");
-    int raw = retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, t.dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); });
+    int raw = sys().openat(AT_FDCWD, t.dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (raw < 0)
         return Status::destination(errno, "open folder", t.dir_path);
     t.dir = std::make_shared<const UniqueFd>(raw);
@@ -191,8 +190,7 @@ Status StreamWriter::write(const void *data, std::size_t len)
         const std::size_t piece = std::size_t(std::min<uint64_t>(len, room));
         std::size_t done = 0;
         while (done < piece) {
-            ssize_t w = retry_eintr(
-                [&] { return sys().pwrite(part_.fd(), p + done, piece - done, off_t(offset_ + done)); });
+            ssize_t w = sys().pwrite(part_.fd(), p + done, piece - done, off_t(offset_ + done));
             if (w < 0)
                 return fail(Status::destination(errno, "write", part_.display_path()));
             if (w == 0)
@@ -246,7 +244,7 @@ Status StreamWriter::settle_attributes()
     if (reserved_ > offset_) {
         // The sender announced more than it sent: give the reserved blocks beyond the end back. A hole can't
         // be punched beyond the end of a file (ext4 ignores it), but a truncate to the size it has frees them.
-        if (retry_eintr([&] { return sys().ftruncate(part_.fd(), off_t(offset_)); }) < 0)
+        if (sys().ftruncate(part_.fd(), off_t(offset_)) < 0)
             return Status::destination(errno, "ftruncate", part_.display_path());
     }
     // FAT can't store modes and some FUSE drivers neither modes nor times: best-effort there, as for copies.

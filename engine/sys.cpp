@@ -40,36 +40,39 @@ int UniqueFd::reset(int fd) noexcept
     return err;
 }
 
-int Syscalls::openat(int dirfd, const char *path, int flags, mode_t mode) { return ::openat(dirfd, path, flags, mode); }
-int Syscalls::close(int fd) { return ::close(fd); }
-int Syscalls::fstat(int fd, struct stat *st) { return ::fstat(fd, st); }
-int Syscalls::fstatat(int dirfd, const char *path, struct stat *st, int flags)
+int Syscalls::raw_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return ::openat(dirfd, path, flags, mode);
+}
+int Syscalls::raw_close(int fd) { return ::close(fd); }
+int Syscalls::raw_fstat(int fd, struct stat *st) { return ::fstat(fd, st); }
+int Syscalls::raw_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
     return ::fstatat(dirfd, path, st, flags);
 }
-int Syscalls::fstatfs(int fd, struct statfs *st) { return ::fstatfs(fd, st); }
-ssize_t Syscalls::pread(int fd, void *buf, size_t len, off_t off) { return ::pread(fd, buf, len, off); }
-ssize_t Syscalls::pwrite(int fd, const void *buf, size_t len, off_t off) { return ::pwrite(fd, buf, len, off); }
-ssize_t Syscalls::sendfile(int out_fd, int in_fd, off_t *in_off, size_t len)
+int Syscalls::raw_fstatfs(int fd, struct statfs *st) { return ::fstatfs(fd, st); }
+ssize_t Syscalls::raw_pread(int fd, void *buf, size_t len, off_t off) { return ::pread(fd, buf, len, off); }
+ssize_t Syscalls::raw_pwrite(int fd, const void *buf, size_t len, off_t off) { return ::pwrite(fd, buf, len, off); }
+ssize_t Syscalls::raw_sendfile(int out_fd, int in_fd, off_t *in_off, size_t len)
 {
     return ::sendfile(out_fd, in_fd, in_off, len);
 }
-ssize_t Syscalls::copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off, size_t len)
+ssize_t Syscalls::raw_copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off, size_t len)
 {
     return ::copy_file_range(in_fd, in_off, out_fd, out_off, len, 0);
 }
-int Syscalls::ficlone(int dst_fd, int src_fd) { return ::ioctl(dst_fd, FICLONE, src_fd); }
-int Syscalls::fallocate(int fd, int mode, off_t off, off_t len) { return ::fallocate(fd, mode, off, len); }
-int Syscalls::ftruncate(int fd, off_t len) { return ::ftruncate(fd, len); }
-off_t Syscalls::lseek(int fd, off_t off, int whence) { return ::lseek(fd, off, whence); }
-int Syscalls::fdatasync(int fd) { return ::fdatasync(fd); }
-int Syscalls::fsync(int fd) { return ::fsync(fd); }
-int Syscalls::syncfs(int fd) { return ::syncfs(fd); }
-int Syscalls::sync_file_range(int fd, off_t off, off_t len, unsigned flags)
+int Syscalls::raw_ficlone(int dst_fd, int src_fd) { return ::ioctl(dst_fd, FICLONE, src_fd); }
+int Syscalls::raw_fallocate(int fd, int mode, off_t off, off_t len) { return ::fallocate(fd, mode, off, len); }
+int Syscalls::raw_ftruncate(int fd, off_t len) { return ::ftruncate(fd, len); }
+off_t Syscalls::raw_lseek(int fd, off_t off, int whence) { return ::lseek(fd, off, whence); }
+int Syscalls::raw_fdatasync(int fd) { return ::fdatasync(fd); }
+int Syscalls::raw_fsync(int fd) { return ::fsync(fd); }
+int Syscalls::raw_syncfs(int fd) { return ::syncfs(fd); }
+int Syscalls::raw_sync_file_range(int fd, off_t off, off_t len, unsigned flags)
 {
     return ::sync_file_range(fd, off, len, flags);
 }
-int Syscalls::fadvise(int fd, off_t off, off_t len, int advice)
+int Syscalls::raw_fadvise(int fd, off_t off, off_t len, int advice)
 {
     int err = ::posix_fadvise(fd, off, len, advice);
     if (err == 0)
@@ -77,34 +80,37 @@ int Syscalls::fadvise(int fd, off_t off, off_t len, int advice)
     errno = err;
     return -1;
 }
-void *Syscalls::mmap(size_t len, int prot, int flags, int fd, off_t off) { return ::mmap(nullptr, len, prot, flags, fd, off); }
-int Syscalls::munmap(void *addr, size_t len) { return ::munmap(addr, len); }
-int Syscalls::mincore(void *addr, size_t len, unsigned char *vec) { return ::mincore(addr, len, vec); }
-int Syscalls::renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags)
+void *Syscalls::raw_mmap(size_t len, int prot, int flags, int fd, off_t off)
+{
+    return ::mmap(nullptr, len, prot, flags, fd, off);
+}
+int Syscalls::raw_munmap(void *addr, size_t len) { return ::munmap(addr, len); }
+int Syscalls::raw_mincore(void *addr, size_t len, unsigned char *vec) { return ::mincore(addr, len, vec); }
+int Syscalls::raw_renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags)
 {
     return ::renameat2(olddir, oldpath, newdir, newpath, flags);
 }
-int Syscalls::linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags)
+int Syscalls::raw_linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags)
 {
     return ::linkat(olddir, oldpath, newdir, newpath, flags);
 }
-int Syscalls::unlinkat(int dirfd, const char *path, int flags) { return ::unlinkat(dirfd, path, flags); }
-int Syscalls::mkdirat(int dirfd, const char *path, mode_t mode) { return ::mkdirat(dirfd, path, mode); }
-ssize_t Syscalls::readlinkat(int dirfd, const char *path, char *buf, size_t len)
+int Syscalls::raw_unlinkat(int dirfd, const char *path, int flags) { return ::unlinkat(dirfd, path, flags); }
+int Syscalls::raw_mkdirat(int dirfd, const char *path, mode_t mode) { return ::mkdirat(dirfd, path, mode); }
+ssize_t Syscalls::raw_readlinkat(int dirfd, const char *path, char *buf, size_t len)
 {
     return ::readlinkat(dirfd, path, buf, len);
 }
-int Syscalls::symlinkat(const char *target, int dirfd, const char *path) { return ::symlinkat(target, dirfd, path); }
-int Syscalls::fchmod(int fd, mode_t mode) { return ::fchmod(fd, mode); }
-int Syscalls::futimens(int fd, const struct timespec times[2]) { return ::futimens(fd, times); }
-int Syscalls::utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
+int Syscalls::raw_symlinkat(const char *target, int dirfd, const char *path) { return ::symlinkat(target, dirfd, path); }
+int Syscalls::raw_fchmod(int fd, mode_t mode) { return ::fchmod(fd, mode); }
+int Syscalls::raw_futimens(int fd, const struct timespec times[2]) { return ::futimens(fd, times); }
+int Syscalls::raw_utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
 {
     return ::utimensat(dirfd, path, times, flags);
 }
-int Syscalls::fcntl_setfl(int fd, int flags) { return ::fcntl(fd, F_SETFL, flags); }
-int Syscalls::flock(int fd, int operation) { return ::flock(fd, operation); }
+int Syscalls::raw_fcntl_setfl(int fd, int flags) { return ::fcntl(fd, F_SETFL, flags); }
+int Syscalls::raw_flock(int fd, int operation) { return ::flock(fd, operation); }
 
-int Syscalls::list_dir(int dirfd, std::vector<std::string> &names)
+int Syscalls::raw_list_dir(int dirfd, std::vector<std::string> &names)
 {
     // fdopendir takes ownership of the descriptor it is given, so it gets a duplicate; the caller's stays
     // pinned. The duplicate shares the file offset, hence the rewind.

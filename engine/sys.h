@@ -5,8 +5,9 @@
 // (the way fmt's posix-mock-test replaces FMT_SYSTEM). Production code never checks for a test.
 //
 // Each method mirrors its system call: it returns what the kernel returns and reports failure as -1 with
-// errno set (fadvise included, although posix_fadvise itself returns the error number). Nothing here retries:
-// EINTR handling lives in retry_eintr() below, in one place.
+// errno set (fadvise included, although posix_fadvise itself returns the error number). EINTR is retried here,
+// in the seam's public calls, and nowhere else; tests override the raw_ calls beneath, so an EINTR they inject
+// goes through the same retry as a real one.
 #pragma once
 
 #include <atomic>
@@ -23,45 +24,148 @@ struct timespec;
 
 namespace sanecopy {
 
+// Calls |fn| until it returns something other than -1/EINTR. The one EINTR loop of the engine.
+template <typename Fn>
+auto retry_eintr(Fn &&fn) -> decltype(fn())
+{
+    for (;;) {
+        auto r = fn();
+        if (!(r == static_cast<decltype(r)>(-1) && errno == EINTR))
+            return r;
+    }
+}
+
 class Syscalls {
 public:
     virtual ~Syscalls() = default;
 
-    virtual int openat(int dirfd, const char *path, int flags, mode_t mode);
-    virtual int close(int fd);
-    virtual int fstat(int fd, struct stat *st);
-    virtual int fstatat(int dirfd, const char *path, struct stat *st, int flags);
-    virtual int fstatfs(int fd, struct statfs *st);
-    virtual ssize_t pread(int fd, void *buf, size_t len, off_t off);
-    virtual ssize_t pwrite(int fd, const void *buf, size_t len, off_t off);
-    virtual ssize_t sendfile(int out_fd, int in_fd, off_t *in_off, size_t len);
-    virtual ssize_t copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off, size_t len);
-    virtual int ficlone(int dst_fd, int src_fd);
-    virtual int fallocate(int fd, int mode, off_t off, off_t len);
-    virtual int ftruncate(int fd, off_t len);
-    virtual off_t lseek(int fd, off_t off, int whence);
-    virtual int fdatasync(int fd);
-    virtual int fsync(int fd);
-    virtual int syncfs(int fd);
-    virtual int sync_file_range(int fd, off_t off, off_t len, unsigned flags);
-    virtual int fadvise(int fd, off_t off, off_t len, int advice);
-    virtual void *mmap(size_t len, int prot, int flags, int fd, off_t off);
-    virtual int munmap(void *addr, size_t len);
-    virtual int mincore(void *addr, size_t len, unsigned char *vec);
-    virtual int renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags);
-    virtual int linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags);
-    virtual int unlinkat(int dirfd, const char *path, int flags);
-    virtual int mkdirat(int dirfd, const char *path, mode_t mode);
-    virtual ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len);
-    virtual int symlinkat(const char *target, int dirfd, const char *path);
-    virtual int fchmod(int fd, mode_t mode);
-    virtual int futimens(int fd, const struct timespec times[2]);
-    virtual int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags);
-    virtual int fcntl_setfl(int fd, int flags);
-    virtual int flock(int fd, int operation);
-    // Lists a directory's entries (without "." and ".."). Returns 0 or -1 with errno. Reads through a
-    // duplicate of |dirfd|, which stays open and untouched.
-    virtual int list_dir(int dirfd, std::vector<std::string> &names);
+    // Each call retried while it fails with EINTR, so no call site has to; close is not (see fd.h), nor are
+    // the memory calls, which don't return EINTR.
+    int openat(int dirfd, const char *path, int flags, mode_t mode)
+    {
+        return retry_eintr([&] { return raw_openat(dirfd, path, flags, mode); });
+    }
+    int close(int fd) { return raw_close(fd); }
+    int fstat(int fd, struct stat *st) { return retry_eintr([&] { return raw_fstat(fd, st); }); }
+    int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+    {
+        return retry_eintr([&] { return raw_fstatat(dirfd, path, st, flags); });
+    }
+    int fstatfs(int fd, struct statfs *st) { return retry_eintr([&] { return raw_fstatfs(fd, st); }); }
+    ssize_t pread(int fd, void *buf, size_t len, off_t off)
+    {
+        return retry_eintr([&] { return raw_pread(fd, buf, len, off); });
+    }
+    ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+    {
+        return retry_eintr([&] { return raw_pwrite(fd, buf, len, off); });
+    }
+    ssize_t sendfile(int out_fd, int in_fd, off_t *in_off, size_t len)
+    {
+        return retry_eintr([&] { return raw_sendfile(out_fd, in_fd, in_off, len); });
+    }
+    ssize_t copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off, size_t len)
+    {
+        return retry_eintr([&] { return raw_copy_file_range(in_fd, in_off, out_fd, out_off, len); });
+    }
+    int ficlone(int dst_fd, int src_fd) { return retry_eintr([&] { return raw_ficlone(dst_fd, src_fd); }); }
+    int fallocate(int fd, int mode, off_t off, off_t len)
+    {
+        return retry_eintr([&] { return raw_fallocate(fd, mode, off, len); });
+    }
+    int ftruncate(int fd, off_t len) { return retry_eintr([&] { return raw_ftruncate(fd, len); }); }
+    off_t lseek(int fd, off_t off, int whence) { return retry_eintr([&] { return raw_lseek(fd, off, whence); }); }
+    int fdatasync(int fd) { return retry_eintr([&] { return raw_fdatasync(fd); }); }
+    int fsync(int fd) { return retry_eintr([&] { return raw_fsync(fd); }); }
+    int syncfs(int fd) { return retry_eintr([&] { return raw_syncfs(fd); }); }
+    int sync_file_range(int fd, off_t off, off_t len, unsigned flags)
+    {
+        return retry_eintr([&] { return raw_sync_file_range(fd, off, len, flags); });
+    }
+    int fadvise(int fd, off_t off, off_t len, int advice)
+    {
+        return retry_eintr([&] { return raw_fadvise(fd, off, len, advice); });
+    }
+    void *mmap(size_t len, int prot, int flags, int fd, off_t off) { return raw_mmap(len, prot, flags, fd, off); }
+    int munmap(void *addr, size_t len) { return raw_munmap(addr, len); }
+    int mincore(void *addr, size_t len, unsigned char *vec) { return raw_mincore(addr, len, vec); }
+    int renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags)
+    {
+        return retry_eintr([&] { return raw_renameat2(olddir, oldpath, newdir, newpath, flags); });
+    }
+    int linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags)
+    {
+        return retry_eintr([&] { return raw_linkat(olddir, oldpath, newdir, newpath, flags); });
+    }
+    int unlinkat(int dirfd, const char *path, int flags)
+    {
+        return retry_eintr([&] { return raw_unlinkat(dirfd, path, flags); });
+    }
+    int mkdirat(int dirfd, const char *path, mode_t mode)
+    {
+        return retry_eintr([&] { return raw_mkdirat(dirfd, path, mode); });
+    }
+    ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len)
+    {
+        return retry_eintr([&] { return raw_readlinkat(dirfd, path, buf, len); });
+    }
+    int symlinkat(const char *target, int dirfd, const char *path)
+    {
+        return retry_eintr([&] { return raw_symlinkat(target, dirfd, path); });
+    }
+    int fchmod(int fd, mode_t mode) { return retry_eintr([&] { return raw_fchmod(fd, mode); }); }
+    int futimens(int fd, const struct timespec times[2])
+    {
+        return retry_eintr([&] { return raw_futimens(fd, times); });
+    }
+    int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)
+    {
+        return retry_eintr([&] { return raw_utimensat(dirfd, path, times, flags); });
+    }
+    int fcntl_setfl(int fd, int flags) { return retry_eintr([&] { return raw_fcntl_setfl(fd, flags); }); }
+    int flock(int fd, int operation) { return retry_eintr([&] { return raw_flock(fd, operation); }); }
+    // Lists a directory's entries (without "." and ".."). Returns 0 or -1 with errno. Reads through a duplicate
+    // of |dirfd|, which stays open and untouched.
+    int list_dir(int dirfd, std::vector<std::string> &names)
+    {
+        return retry_eintr([&] { return raw_list_dir(dirfd, names); });
+    }
+
+protected:
+    // One attempt at each call, EINTR and all: what a test replaces to inject faults.
+    virtual int raw_openat(int dirfd, const char *path, int flags, mode_t mode);
+    virtual int raw_close(int fd);
+    virtual int raw_fstat(int fd, struct stat *st);
+    virtual int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags);
+    virtual int raw_fstatfs(int fd, struct statfs *st);
+    virtual ssize_t raw_pread(int fd, void *buf, size_t len, off_t off);
+    virtual ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off);
+    virtual ssize_t raw_sendfile(int out_fd, int in_fd, off_t *in_off, size_t len);
+    virtual ssize_t raw_copy_file_range(int in_fd, off_t *in_off, int out_fd, off_t *out_off, size_t len);
+    virtual int raw_ficlone(int dst_fd, int src_fd);
+    virtual int raw_fallocate(int fd, int mode, off_t off, off_t len);
+    virtual int raw_ftruncate(int fd, off_t len);
+    virtual off_t raw_lseek(int fd, off_t off, int whence);
+    virtual int raw_fdatasync(int fd);
+    virtual int raw_fsync(int fd);
+    virtual int raw_syncfs(int fd);
+    virtual int raw_sync_file_range(int fd, off_t off, off_t len, unsigned flags);
+    virtual int raw_fadvise(int fd, off_t off, off_t len, int advice);
+    virtual void *raw_mmap(size_t len, int prot, int flags, int fd, off_t off);
+    virtual int raw_munmap(void *addr, size_t len);
+    virtual int raw_mincore(void *addr, size_t len, unsigned char *vec);
+    virtual int raw_renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags);
+    virtual int raw_linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags);
+    virtual int raw_unlinkat(int dirfd, const char *path, int flags);
+    virtual int raw_mkdirat(int dirfd, const char *path, mode_t mode);
+    virtual ssize_t raw_readlinkat(int dirfd, const char *path, char *buf, size_t len);
+    virtual int raw_symlinkat(const char *target, int dirfd, const char *path);
+    virtual int raw_fchmod(int fd, mode_t mode);
+    virtual int raw_futimens(int fd, const struct timespec times[2]);
+    virtual int raw_utimensat(int dirfd, const char *path, const struct timespec times[2], int flags);
+    virtual int raw_fcntl_setfl(int fd, int flags);
+    virtual int raw_flock(int fd, int operation);
+    virtual int raw_list_dir(int dirfd, std::vector<std::string> &names);
 };
 
 // The installed seam. Defaults to the real system calls.
@@ -85,15 +189,5 @@ private:
 // pace. Safe because nothing here uses select(). Returns the soft limit now in force.
 unsigned long raise_open_file_limit();
 
-// Calls |fn| until it returns something other than -1/EINTR. The one EINTR loop of the engine.
-template <typename Fn>
-auto retry_eintr(Fn &&fn) -> decltype(fn())
-{
-    for (;;) {
-        auto r = fn();
-        if (!(r == static_cast<decltype(r)>(-1) && errno == EINTR))
-            return r;
-    }
-}
 
 } // namespace sanecopy

@@ -71,9 +71,7 @@ public:
             plan_.entries.push_back(entry_from_stat(st, child_rel));
             if (!S_ISDIR(st.st_mode))
                 continue;
-            UniqueFd child(retry_eintr([&] {
-                return sys().openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-            }));
+            UniqueFd child(sys().openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
             if (!child) {
                 on_error_(Status::source(errno, "open folder", child_display));
                 plan_.entries.back().left_out = LeftOut::Unreadable;
@@ -116,8 +114,7 @@ ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_e
 {
     ItemPlan plan;
     plan.item = item;
-    UniqueFd parent(retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, item.source_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); }));
+    UniqueFd parent(sys().openat(AT_FDCWD, item.source_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
     if (!parent) {
         on_error(Status::source(errno, "open folder", item.source_dir));
         return plan;
@@ -130,10 +127,8 @@ ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_e
     plan.entries.push_back(entry_from_stat(st, ""));
     if (!S_ISDIR(st.st_mode))
         return plan;
-    UniqueFd root(retry_eintr([&] {
-        return sys().openat(parent.get(), item.source_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                            0);
-    }));
+    UniqueFd root(sys().openat(parent.get(), item.source_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                            0));
     if (!root) {
         on_error(Status::source(errno, "open folder", item.source));
         plan.entries.clear();

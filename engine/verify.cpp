@@ -19,7 +19,7 @@ ssize_t read_full(int fd, char *buf, size_t len, uint64_t off)
 {
     size_t done = 0;
     while (done < len) {
-        ssize_t n = retry_eintr([&] { return sys().pread(fd, buf + done, len - done, off_t(off + done)); });
+        ssize_t n = sys().pread(fd, buf + done, len - done, off_t(off + done));
         if (n < 0)
             return -1;
         if (n == 0)

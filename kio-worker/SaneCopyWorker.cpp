@@ -27,7 +27,6 @@
 #include <vector>
 
 using namespace SaneCopyKio;
-using sanecopy::retry_eintr;
 using sanecopy::sys;
 using sanecopy::UniqueFd;
 
@@ -81,10 +80,9 @@ std::pair<QByteArray, QByteArray> splitPath(const QByteArray &path)
 void syncParent(const QByteArray &path)
 {
     const QByteArray parent = splitPath(path).first;
-    UniqueFd dir(retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, parent.constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); }));
+    UniqueFd dir(sys().openat(AT_FDCWD, parent.constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
     if (dir)
-        retry_eintr([&] { return sys().fsync(dir.get()); });
+        sys().fsync(dir.get());
 }
 
 bool isDir(const QByteArray &path)
@@ -191,8 +189,7 @@ KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
     if (!path)
         return malformed(url);
     const auto [dir, name] = splitPath(*path);
-    UniqueFd dirfd(retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, dir.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0); }));
+    UniqueFd dirfd(sys().openat(AT_FDCWD, dir.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0));
     if (!dirfd)
         return failWith(FileOp::Stat, errno, *path);
     KIO::UDSEntry entry;
@@ -217,10 +214,10 @@ KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
     }
     // The name and the first bytes, never the whole file: the default would get() all of it from a slow stick.
     QByteArray head;
-    UniqueFd fd(retry_eintr([&] { return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0); }));
+    UniqueFd fd(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0));
     if (fd && S_ISREG(st.st_mode)) {
         head.resize(4096);
-        const ssize_t n = retry_eintr([&] { return sys().pread(fd.get(), head.data(), std::size_t(head.size()), 0); });
+        const ssize_t n = sys().pread(fd.get(), head.data(), std::size_t(head.size()), 0);
         head.resize(n > 0 ? int(n) : 0);
     }
     const QString name = decodeFileName(splitPath(*path).second);
@@ -233,8 +230,7 @@ KIO::WorkerResult SaneCopyWorker::listDir(const QUrl &url)
     const auto path = localPathFromUrl(url);
     if (!path)
         return malformed(url);
-    UniqueFd dir(retry_eintr(
-        [&] { return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0); }));
+    UniqueFd dir(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
     if (!dir)
         return failWith(FileOp::List, errno, *path);
     std::vector<std::string> names;
@@ -361,9 +357,9 @@ KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDa
         return failWith(FileOp::SetTime, errno, *path);
     // KIO's CopyJob sets the folders' times after their last file is done, so the copy's durability covers
     // these too only if they are written now.
-    UniqueFd fd(retry_eintr([&] { return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0); }));
+    UniqueFd fd(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0));
     if (fd)
-        retry_eintr([&] { return sys().fsync(fd.get()); });
+        sys().fsync(fd.get());
     return KIO::WorkerResult::pass();
 }
 
@@ -373,9 +369,7 @@ KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
     if (!path)
         return malformed(url);
     // O_NONBLOCK: a FIFO put where a file was must not hang the worker in open().
-    UniqueFd fd(retry_eintr([&] {
-        return sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
-    }));
+    UniqueFd fd(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0));
     if (!fd)
         return failWith(FileOp::Read, errno, *path);
     struct stat st {};
@@ -403,7 +397,7 @@ KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
     for (;;) {
         if (wasKilled())
             return KIO::WorkerResult::fail(KIO::ERR_USER_CANCELED, displayPath(*path));
-        const ssize_t n = retry_eintr([&] { return sys().pread(fd.get(), buffer.data(), kReadBlock, off_t(pos)); });
+        const ssize_t n = sys().pread(fd.get(), buffer.data(), kReadBlock, off_t(pos));
         if (n < 0)
             return failWith(FileOp::Read, errno, *path);
         if (!typed) {
@@ -460,8 +454,7 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
         const sanecopy::Status &s = created.status();
         if (s.err() == EEXIST || s.err() == EISDIR)
             return failExists(*path);
-        const KioError e = kioErrorForStatus(FileOp::Write, s.err(), displayPath(*path), QString::fromStdString(s.detail()));
-        return KIO::WorkerResult::fail(e.code, e.text);
+        return failWithStatus(FileOp::Write, s, *path);
     }
     sanecopy::StreamWriter &writer = created.value();
     ExitCleanup onExit([&writer] { writer.abort(); });
@@ -481,10 +474,8 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
             return KIO::WorkerResult::fail(KIO::ERR_CANNOT_WRITE, displayPath(*path));
         if (n == 0)
             break;
-        if (sanecopy::Status s = writer.write(block.constData(), std::size_t(block.size())); !s) {
-            const KioError e = kioErrorForStatus(FileOp::Write, s.err(), displayPath(*path), QString::fromStdString(s.detail()));
-            return KIO::WorkerResult::fail(e.code, e.text);
-        }
+        if (sanecopy::Status s = writer.write(block.constData(), std::size_t(block.size())); !s)
+            return failWithStatus(FileOp::Write, s, *path);
         const auto now = std::chrono::steady_clock::now();
         if (now - lastReport >= kProgressPeriod) {
             report();
@@ -494,8 +485,7 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
     if (sanecopy::Status s = writer.finish(); !s) {
         if (s.err() == EEXIST)
             return failExists(*path);
-        const KioError e = kioErrorForStatus(FileOp::Write, s.err(), displayPath(*path), QString::fromStdString(s.detail()));
-        return KIO::WorkerResult::fail(e.code, e.text);
+        return failWithStatus(FileOp::Write, s, *path);
     }
     report();
     qCDebug(SANECOPY_KIO) << "put done," << writer.bytes_durable() << "bytes on the device";
@@ -540,7 +530,8 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
     });
     if (wasKilled())
         return KIO::WorkerResult::fail(KIO::ERR_USER_CANCELED, displayPath(*to));
-    if (outcome.summary.ok()) {
+    // complete(), not ok(): a file the destination refused (a name FAT can't store) is a failed copy too.
+    if (outcome.summary.complete()) {
         qCDebug(SANECOPY_KIO) << "copy done," << outcome.summary.bytes << "bytes on the device";
         return KIO::WorkerResult::pass();
     }
@@ -555,11 +546,17 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
         return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED, QString::fromStdString(problem.message));
     const sanecopy::Status &s = problem.status;
     const QByteArray where = s.path().empty() ? *to : fromStd(s.path());
-    const bool sourceSide = where == *from || (where.startsWith(*from) && where.at(from->size()) == '/');
-    if (s.err() == EEXIST || (s.err() == EISDIR && !sourceSide))
+    if (s.on_destination() && (s.err() == EEXIST || s.err() == EISDIR))
         return failExists(*to);
-    const KioError e = kioErrorForStatus(sourceSide ? FileOp::Read : FileOp::Write, s.err(), displayPath(where),
-                                         QString::fromStdString(s.detail()));
+    return failWithStatus(s.on_source() ? FileOp::Read : FileOp::Write, s, where);
+}
+
+KIO::WorkerResult SaneCopyWorker::failWithStatus(FileOp op, const sanecopy::Status &s, const QByteArray &path)
+{
+    // A pulled stick: KIO's own templates ("Could not write to file %1") would hide what happened.
+    if (s.device_removed())
+        return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED, QString::fromStdString(s.message()));
+    const KioError e = kioErrorForStatus(op, s.err(), displayPath(path), QString::fromStdString(s.detail()));
     return KIO::WorkerResult::fail(e.code, e.text);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ErrorMapping.h"
+#include "result.h"
 
 #include <KIO/UDSEntry>
 #include <KIO/WorkerBase>
@@ -47,6 +48,8 @@ private:
     KIO::WorkerResult failWith(SaneCopyKio::FileOp op, int err, const QByteArray &path);
     // ERR_FILE_ALREADY_EXIST or ERR_DIR_ALREADY_EXIST, by what stands at |path|.
     KIO::WorkerResult failExists(const QByteArray &path);
+    // An engine error: its side picks the words, and a pulled stick is said as such.
+    KIO::WorkerResult failWithStatus(SaneCopyKio::FileOp op, const sanecopy::Status &s, const QByteArray &path);
 
     QHash<uid_t, QString> users_;
     QHash<gid_t, QString> groups_;

@@ -36,13 +36,14 @@ struct FaultSyscalls : Syscalls {
     std::atomic<int> fdatasync_calls{0}, fsync_calls{0}, syncfs_calls{0}, sync_file_range_calls{0};
     std::atomic<int> sync_file_range_waits{0}, dontneed_calls{0}, eintr_injected{0};
     std::atomic<uint64_t> moved{0};
+    std::atomic<int> data_calls{0};
     std::atomic<int> in_data_call{0}, max_concurrent_data_calls{0};
 
     // Returns 0 to go on with |len| (possibly capped), or an errno to fail with.
     int before_data(size_t &len)
     {
-        static thread_local int calls = 0;
-        ++calls;
+        // Counted per seam, so each test starts from zero whatever ran before it.
+        const int calls = ++data_calls;
         if (eintr_every > 0 && calls % eintr_every == 0) {
             ++eintr_injected;
             return EINTR;
@@ -70,22 +71,22 @@ struct FaultSyscalls : Syscalls {
         ~Concurrency() { --f.in_data_call; }
     };
 
-    int openat(int dirfd, const char *path, int flags, mode_t mode) override
+    int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
     {
         if (on_open)
             on_open(path, flags);
-        return Syscalls::openat(dirfd, path, flags, mode);
+        return Syscalls::raw_openat(dirfd, path, flags, mode);
     }
-    int ficlone(int dst, int src) override
+    int raw_ficlone(int dst, int src) override
     {
         ++ficlone_calls;
         if (ficlone_errno) {
             errno = ficlone_errno;
             return -1;
         }
-        return Syscalls::ficlone(dst, src);
+        return Syscalls::raw_ficlone(dst, src);
     }
-    ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len) override
+    ssize_t raw_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len) override
     {
         ++copy_file_range_calls;
         if (copy_file_range_errno) {
@@ -97,12 +98,12 @@ struct FaultSyscalls : Syscalls {
             errno = err;
             return -1;
         }
-        ssize_t r = Syscalls::copy_file_range(in, in_off, out, out_off, len);
+        ssize_t r = Syscalls::raw_copy_file_range(in, in_off, out, out_off, len);
         if (r > 0)
             moved += uint64_t(r);
         return r;
     }
-    ssize_t sendfile(int out, int in, off_t *off, size_t len) override
+    ssize_t raw_sendfile(int out, int in, off_t *off, size_t len) override
     {
         ++sendfile_calls;
         if (sendfile_errno) {
@@ -114,12 +115,12 @@ struct FaultSyscalls : Syscalls {
             errno = err;
             return -1;
         }
-        ssize_t r = Syscalls::sendfile(out, in, off, len);
+        ssize_t r = Syscalls::raw_sendfile(out, in, off, len);
         if (r > 0)
             moved += uint64_t(r);
         return r;
     }
-    ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) override
+    ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off) override
     {
         ++pwrite_calls;
         Concurrency c(*this);
@@ -127,46 +128,46 @@ struct FaultSyscalls : Syscalls {
             errno = err;
             return -1;
         }
-        ssize_t r = Syscalls::pwrite(fd, buf, len, off);
+        ssize_t r = Syscalls::raw_pwrite(fd, buf, len, off);
         if (r > 0)
             moved += uint64_t(r);
         return r;
     }
-    int fdatasync(int fd) override
+    int raw_fdatasync(int fd) override
     {
         ++fdatasync_calls;
         if (fdatasync_errno) {
             errno = fdatasync_errno;
             return -1;
         }
-        return Syscalls::fdatasync(fd);
+        return Syscalls::raw_fdatasync(fd);
     }
-    int fsync(int fd) override
+    int raw_fsync(int fd) override
     {
         ++fsync_calls;
-        return Syscalls::fsync(fd);
+        return Syscalls::raw_fsync(fd);
     }
-    int syncfs(int fd) override
+    int raw_syncfs(int fd) override
     {
         ++syncfs_calls;
         if (syncfs_errno) {
             errno = syncfs_errno;
             return -1;
         }
-        return Syscalls::syncfs(fd);
+        return Syscalls::raw_syncfs(fd);
     }
-    int sync_file_range(int fd, off_t off, off_t len, unsigned flags) override
+    int raw_sync_file_range(int fd, off_t off, off_t len, unsigned flags) override
     {
         ++sync_file_range_calls;
         if (flags & SYNC_FILE_RANGE_WAIT_AFTER)
             ++sync_file_range_waits;
-        return Syscalls::sync_file_range(fd, off, len, flags);
+        return Syscalls::raw_sync_file_range(fd, off, len, flags);
     }
-    int fadvise(int fd, off_t off, off_t len, int advice) override
+    int raw_fadvise(int fd, off_t off, off_t len, int advice) override
     {
         if (advice == POSIX_FADV_DONTNEED)
             ++dontneed_calls;
-        return Syscalls::fadvise(fd, off, len, advice);
+        return Syscalls::raw_fadvise(fd, off, len, advice);
     }
 };
 

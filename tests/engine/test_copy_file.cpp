@@ -164,13 +164,13 @@ TEST_CASE("copy file to file: a fallback mid-file continues at the right offset"
     // copy_file_range moves the first bytes, then fails; sendfile must continue at the same offset even though
     // copy_file_range never moved the destination's file position.
     struct MidFileExdev : FaultSyscalls {
-        ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len) override
+        ssize_t raw_copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len) override
         {
             if (copy_file_range_calls++ >= 1) {
                 errno = EXDEV;
                 return -1;
             }
-            return Syscalls::copy_file_range(in, io, out, oo, std::min<size_t>(len, 100000));
+            return Syscalls::raw_copy_file_range(in, io, out, oo, std::min<size_t>(len, 100000));
         }
     } fs;
     TempDir t;
@@ -405,16 +405,16 @@ TEST_CASE("verify: the copy is read back and a corruption between write and read
     // Flip one byte in whatever is read back from the part file, as a failing flash cell would.
     struct Corrupting : FaultSyscalls {
         int part_reader = -1;
-        int openat(int dirfd, const char *path, int flags, mode_t mode) override
+        int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
         {
-            int fd = FaultSyscalls::openat(dirfd, path, flags, mode);
+            int fd = FaultSyscalls::raw_openat(dirfd, path, flags, mode);
             if (std::string(path) == ".dst.part" && (flags & O_ACCMODE) == O_RDONLY)
                 part_reader = fd;
             return fd;
         }
-        ssize_t pread(int fd, void *buf, size_t len, off_t off) override
+        ssize_t raw_pread(int fd, void *buf, size_t len, off_t off) override
         {
-            ssize_t n = Syscalls::pread(fd, buf, len, off);
+            ssize_t n = Syscalls::raw_pread(fd, buf, len, off);
             if (fd == part_reader && n > 100 && off == 0)
                 static_cast<char *>(buf)[100] ^= 0x5a;
             return n;
@@ -502,42 +502,42 @@ TEST_CASE("folder to folder: a source that can't be read fails its file only, an
     // A dying SD card: reading "a-bad" fails with EIO, in sendfile and in the one-byte probe alike.
     struct BadSource : FaultSyscalls {
         int bad = -1;
-        int openat(int dirfd, const char *path, int flags, mode_t mode) override
+        int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
         {
-            int fd = FaultSyscalls::openat(dirfd, path, flags, mode);
+            int fd = FaultSyscalls::raw_openat(dirfd, path, flags, mode);
             if (std::string(path) == "a-bad")
                 bad = fd;
             return fd;
         }
-        int close(int fd) override
+        int raw_close(int fd) override
         {
             if (fd == bad)
                 bad = -1; // the number goes to the next file opened
-            return Syscalls::close(fd);
+            return Syscalls::raw_close(fd);
         }
-        ssize_t sendfile(int out, int in, off_t *off, size_t len) override
+        ssize_t raw_sendfile(int out, int in, off_t *off, size_t len) override
         {
             if (in == bad && *off >= off_t(MiB)) {
                 errno = EIO;
                 return -1;
             }
-            return FaultSyscalls::sendfile(out, in, off, len);
+            return FaultSyscalls::raw_sendfile(out, in, off, len);
         }
-        ssize_t copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len) override
+        ssize_t raw_copy_file_range(int in, off_t *io, int out, off_t *oo, size_t len) override
         {
             if (in == bad && *io >= off_t(MiB)) {
                 errno = EIO;
                 return -1;
             }
-            return FaultSyscalls::copy_file_range(in, io, out, oo, len);
+            return FaultSyscalls::raw_copy_file_range(in, io, out, oo, len);
         }
-        ssize_t pread(int fd, void *buf, size_t len, off_t off) override
+        ssize_t raw_pread(int fd, void *buf, size_t len, off_t off) override
         {
             if (fd == bad && off >= off_t(MiB)) {
                 errno = EIO;
                 return -1;
             }
-            return Syscalls::pread(fd, buf, len, off);
+            return Syscalls::raw_pread(fd, buf, len, off);
         }
     } fs;
     ScopedSyscalls seam(fs);

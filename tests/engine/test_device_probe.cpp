@@ -61,31 +61,31 @@ public:
     std::string mountinfo_fixture; // served as /proc/self/mountinfo
     std::map<std::string, dev_t> block_nodes;
 
-    int openat(int dirfd, const char *path, int flags, mode_t mode) override
+    int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
     {
         if (path == folder) {
-            folder_fd_ = Syscalls::openat(AT_FDCWD, kFixtures.c_str(), flags, mode);
+            folder_fd_ = Syscalls::raw_openat(AT_FDCWD, kFixtures.c_str(), flags, mode);
             return folder_fd_;
         }
-        return Syscalls::openat(dirfd, redirect(path).c_str(), flags, mode);
+        return Syscalls::raw_openat(dirfd, redirect(path).c_str(), flags, mode);
     }
-    int fstat(int fd, struct stat *st) override
+    int raw_fstat(int fd, struct stat *st) override
     {
         if (fd != folder_fd_)
-            return Syscalls::fstat(fd, st);
+            return Syscalls::raw_fstat(fd, st);
         *st = {};
         st->st_mode = S_IFDIR | 0755;
         st->st_dev = folder_dev;
         return 0;
     }
-    int fstatfs(int fd, struct statfs *st) override
+    int raw_fstatfs(int fd, struct statfs *st) override
     {
         if (fd != folder_fd_)
-            return Syscalls::fstatfs(fd, st);
+            return Syscalls::raw_fstatfs(fd, st);
         *st = folder_statfs;
         return 0;
     }
-    int fstatat(int dirfd, const char *path, struct stat *st, int flags) override
+    int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
     {
         if (auto node = block_nodes.find(path); node != block_nodes.end()) {
             *st = {};
@@ -93,16 +93,16 @@ public:
             st->st_rdev = node->second;
             return 0;
         }
-        return Syscalls::fstatat(dirfd, redirect(path).c_str(), st, flags);
+        return Syscalls::raw_fstatat(dirfd, redirect(path).c_str(), st, flags);
     }
-    ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len) override
+    ssize_t raw_readlinkat(int dirfd, const char *path, char *buf, size_t len) override
     {
         if (folder_fd_ >= 0 && path == "/proc/self/fd/" + std::to_string(folder_fd_)) {
             size_t n = std::min(len, folder.size());
             std::memcpy(buf, folder.data(), n);
             return static_cast<ssize_t>(n);
         }
-        return Syscalls::readlinkat(dirfd, redirect(path).c_str(), buf, len);
+        return Syscalls::raw_readlinkat(dirfd, redirect(path).c_str(), buf, len);
     }
 
 private:

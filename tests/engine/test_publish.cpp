@@ -62,15 +62,15 @@ TEST_CASE("publish: FilesystemFirst syncs the filesystem before the file, and a 
     TempDir t;
     struct Order : FaultSyscalls {
         std::vector<std::string> log;
-        int syncfs(int fd) override
+        int raw_syncfs(int fd) override
         {
             log.push_back("syncfs");
-            return FaultSyscalls::syncfs(fd);
+            return FaultSyscalls::raw_syncfs(fd);
         }
-        int fdatasync(int fd) override
+        int raw_fdatasync(int fd) override
         {
             log.push_back("fdatasync");
-            return FaultSyscalls::fdatasync(fd);
+            return FaultSyscalls::raw_fdatasync(fd);
         }
     } fs;
     ScopedSyscalls seam(fs);
@@ -205,15 +205,15 @@ TEST_CASE("file to file: Overwrite replaces only after the new data is durable")
     // Watch the order of events: the rename onto "dst" must come after the part file's fdatasync.
     struct Order : FaultSyscalls {
         std::vector<std::string> log;
-        int fdatasync(int fd) override
+        int raw_fdatasync(int fd) override
         {
             log.push_back("fdatasync");
-            return FaultSyscalls::fdatasync(fd);
+            return FaultSyscalls::raw_fdatasync(fd);
         }
-        int renameat2(int a, const char *from, int b, const char *to, unsigned flags) override
+        int raw_renameat2(int a, const char *from, int b, const char *to, unsigned flags) override
         {
             log.push_back(std::string("rename ") + to);
-            return Syscalls::renameat2(a, from, b, to, flags);
+            return Syscalls::raw_renameat2(a, from, b, to, flags);
         }
     } fs;
     ScopedSyscalls seam(fs);

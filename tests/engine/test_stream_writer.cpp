@@ -278,7 +278,7 @@ TEST_CASE("stream to file: fdatasync failing at finish publishes nothing and kee
 TEST_CASE("stream with a size announced: the space is reserved, and a device too small fails before any byte")
 {
     struct NoSpace : FaultSyscalls {
-        int fallocate(int, int, off_t, off_t) override
+        int raw_fallocate(int, int, off_t, off_t) override
         {
             errno = ENOSPC;
             return -1;
