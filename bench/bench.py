@@ -3,7 +3,7 @@
 """Side-by-side copy benchmark on a simulated slow USB stick. See bench/README.md.
 
 Usage: bench/bench.py --sanecp PATH [--size-mib 1500] [--rate 40000000]
-                      [--small 2000] [--out FILE.md] [--quick] [--tools LIST]
+                      [--small 2000] [--tiny 50000] [--out FILE.md] [--quick] [--tools LIST]
                       [--latency | --no-latency]
 """
 
@@ -33,6 +33,7 @@ HONESTY_SLACK = 32 * MiB
 TARGETS = {
     "big_ratio": 1.02,
     "tree_ratio": 1.15,
+    "tiny_ratio": 1.0,
     "peak_dirty": 32 * MiB,
     "dest_cached": 0.01,
     "cpu": 0.05,
@@ -233,6 +234,43 @@ def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout, probe_pat
     res.error = verify(kind, src, dest)
     res.ok = not res.error
     return res
+
+
+def count_syscalls(s, tool, src, dest, sanecp, timeout, workdir):
+    """System calls per run of tool copying the tree src, counted by strace -f -c in a run of its own (strace
+    slows every call down, so the timed runs are never traced). None without strace."""
+    cmd = command(tool, "tree", src, dest, sanecp)
+    if cmd is None or shutil.which("strace") is None:
+        return None
+    remove(dest)
+    stick.drop_caches([src, s.mnt])
+    with tempfile.NamedTemporaryFile(dir=workdir, suffix=".strace") as out:
+        subprocess.run(["strace", "-f", "-c", "-o", out.name, *cmd], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+        total = None
+        for line in open(out.name):
+            parts = line.split()
+            # "100.00  1.234567  10  123456  50005 total": the calls are the fourth column.
+            if parts and parts[-1] == "total" and len(parts) >= 5:
+                total = int(parts[3])
+    remove(dest)
+    subprocess.run(["sync", "-f", s.mnt], check=True)
+    return total
+
+
+def tiny_passes(s, tools, src, dest, sanecp, timeout, rate, workdir):
+    """The tiny-file tree, unthrottled and at rate, then its system calls. Leaves the stick at rate."""
+    results = {}
+    for name, r in (("unthrottled", 0), (f"{rate / 1e6:.0f} MB/s", rate)):
+        s.set_rate(r)
+        log(f"tiny files, stick {name}")
+        results[name] = {t: run_tool(s, t, "tree", src, dest, sanecp, timeout)
+                         if command(t, "tree", src, dest, sanecp) else None for t in tools}
+    s.set_rate(0)
+    log("tiny files: system calls per tool (strace -f -c, unthrottled, untimed)")
+    calls = {t: count_syscalls(s, t, src, dest, sanecp, timeout, workdir) for t in tools}
+    s.set_rate(rate)
+    return results, calls
 
 
 # --- Other writers: fsync latency on the system disk ---------------------------
@@ -444,9 +482,12 @@ def honesty(r):
     return f"{verdict}, max {ex / MiB:+.1f} MiB ({len(r.progress)} lines)"
 
 
-def table(kind, results, baseline, payload, rate):
+def table(kind, results, baseline, payload, rate, extra=None):
+    """extra: (column title, {tool: text}), a last column."""
     head = ("| tool | returns after | durable after | vs baseline | of device rate | peak dirty "
             "| dirty at return | source cached | dest cached | CPU (of a core) | progress vs device |")
+    if extra:
+        head += f" {extra[0]} |"
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     base = results.get(baseline)
     for tool, r in results.items():
@@ -457,11 +498,11 @@ def table(kind, results, baseline, payload, rate):
             lines.append(f"| {r.label} | failed: {r.error} |" + " |" * 9)
             continue
         ratio = f"{r.durable / base.durable:.3f}×" if base and base.ok and base.durable > 0 else "n/a"
-        share = payload / r.durable / rate if r.durable > 0 else 0.0
+        share = pct(payload / r.durable / rate) if r.durable > 0 and rate > 0 else "n/a"
         lines.append(
-            f"| {r.label} | {r.returned:.2f} s | {r.durable:.2f} s | {ratio} | {pct(share)} "
+            f"| {r.label} | {r.returned:.2f} s | {r.durable:.2f} s | {ratio} | {share} "
             f"| {mib(r.peak_dirty)} | {mib(r.dirty_at_exit)} | {cached(r, r.src_cached)} | {cached(r, r.dest_cached)} "
-            f"| {pct(r.cpu_share)} | {honesty(r)} |")
+            f"| {pct(r.cpu_share)} | {honesty(r)} |" + (f" {extra[1].get(tool, '–')} |" if extra else ""))
     if any(r is not None and r.cache_disturbed for r in results.values()):
         lines += ["", "?: another process dropped the page cache during that run, so its residency is unknown."]
     return lines
@@ -517,11 +558,11 @@ def latency_section(args, meta):
     ]
 
 
-def verdicts(kind, results, baseline, payload):
+def verdicts(kind, results, baseline, payload, limit=None):
     r, base = results.get("sanecp"), results.get(baseline)
     if r is None or not r.ok:
         return []
-    limit = TARGETS["big_ratio" if kind == "big" else "tree_ratio"]
+    limit = limit or TARGETS["big_ratio" if kind == "big" else "tree_ratio"]
     checks = []
     if base is not None and base.ok:
         ratio = r.durable / base.durable
@@ -531,7 +572,9 @@ def verdicts(kind, results, baseline, payload):
         checks.append((None, "destination cached ≤ 1 %: not measured, another process dropped the page cache"))
     elif kind == "big":
         checks.append((r.dest_cached <= TARGETS["dest_cached"], f"destination cached ≤ 1 %: {pct(r.dest_cached)}"))
-    checks.append((r.cpu_share < TARGETS["cpu"], f"CPU < 5 % of a core: {pct(r.cpu_share)}"))
+    if kind != "tiny":
+        # Tiny files cost CPU per file whatever the tool; there the time is the measure.
+        checks.append((r.cpu_share < TARGETS["cpu"], f"CPU < 5 % of a core: {pct(r.cpu_share)}"))
     checks.append((r.dirty_at_exit <= stick.STAT_SLACK,
                    f"nothing dirty on the device when it exits: {mib(r.dirty_at_exit)}"))
     checks.append((bool(r.progress) and r.max_excess <= HONESTY_SLACK,
@@ -568,7 +611,26 @@ def fs_type(path):
                           text=True, check=True).stdout.strip()
 
 
-def report(args, meta, big, tree):
+def tiny_section(args, meta, tiny):
+    if not tiny:
+        return []
+    results, calls = tiny
+    n = meta["tiny_n"]
+    per_file = ("syscalls per file", {t: f"{c / n:.1f}" for t, c in calls.items() if c})
+    out = ["", f"### {n} tiny files of {meta['tiny_lo']}–{meta['tiny_hi']} bytes, {mib(meta['tiny_bytes'])} "
+               "(a source tree; baseline: cp -r + sync)", ""]
+    for name, res in results.items():
+        rate = 0 if name == "unthrottled" else args.rate
+        out += [f"Stick {name}:", "", *table("tiny", res, "cp", meta["tiny_bytes"], rate, per_file), ""]
+        v = verdicts("tiny", res, "cp", meta["tiny_bytes"], TARGETS["tiny_ratio"])
+        if v:
+            out += [f"sanecp against its targets, stick {name}:", *v, ""]
+    out += ["Syscalls per file: every system call of the tool's process tree during a run of its own under "
+            "`strace -f -c`, divided by the number of files (the trailing `sync` not included)."]
+    return out
+
+
+def report(args, meta, big, tree, tiny=None):
     out = [
         f"## SaneCopy benchmark, {meta['date']}",
         "",
@@ -593,6 +655,7 @@ def report(args, meta, big, tree):
         # the limit and ratios that are mostly noise.
         out += ["", f"Note: the tree is only {meta['tree_bytes'] / args.rate:.1f} s of stick time; "
                     "the throttle's initial burst of a few MB dominates it, so its ratios are not meaningful."]
+    out += tiny_section(args, meta, tiny)
     big_v = verdicts("big", big, "dd", args.size_mib * MiB)
     tree_v = verdicts("tree", tree, "cp", meta["tree_bytes"])
     if big_v or tree_v:
@@ -611,6 +674,9 @@ def main():
     ap.add_argument("--size-mib", type=int, default=None, help="big file size (default 1500)")
     ap.add_argument("--rate", type=int, default=40_000_000, help="stick write rate in bytes/s")
     ap.add_argument("--small", type=int, default=None, help="number of small files (default 2000)")
+    ap.add_argument("--tiny", type=int, default=None,
+                    help="number of tiny files (0.5-8 KiB, a source tree), copied unthrottled and at --rate; "
+                         "0 leaves the pass out (default 50000, 5000 with --quick)")
     ap.add_argument("--out", help="also write the Markdown report here")
     ap.add_argument("--quick", action="store_true", help="256 MiB and 300 files, for a smoke run")
     ap.add_argument("--tools", default=",".join(ALL_TOOLS),
@@ -624,6 +690,8 @@ def main():
         args.latency = not args.quick
     args.size_mib = args.size_mib or (256 if args.quick else 1500)
     args.small = args.small or (300 if args.quick else 2000)
+    if args.tiny is None:
+        args.tiny = 5000 if args.quick else 50000
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     unknown = set(tools) - set(ALL_TOOLS)
     if unknown:
@@ -651,17 +719,21 @@ def main():
         lo, hi = 4096, 65536
         tree_src = os.path.join(srcdir, "tree")
         n, tree_bytes = stick.make_small_tree(tree_src, n=args.small, lo=lo, hi=hi)
-        size = args.size_mib + 2 * tree_bytes // MiB + 512
+        tiny_src = os.path.join(srcdir, "tiny")
+        tiny_n, tiny_bytes = stick.make_small_tree(tiny_src, n=args.tiny, lo=512, hi=8192) if args.tiny else (0, 0)
+        # Every tiny file takes a 4 KiB block or two on the stick, and one is copied at a time.
+        size = args.size_mib + 2 * tree_bytes // MiB + 512 + args.tiny * 12 * 1024 // MiB
         timeout = 3 * max(args.size_mib * MiB, tree_bytes) / args.rate + 300
         meta = {
             "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
             "ram_gib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30),
             "src_fs": src_fs, "damon_age": damon_pageout_age(),
             "tree_n": n, "tree_bytes": tree_bytes, "tree_lo": lo, "tree_hi": hi,
+            "tiny_n": tiny_n, "tiny_bytes": tiny_bytes, "tiny_lo": 512, "tiny_hi": 8192,
         }
         with stick.Stick(size_mib=size, rate_bps=args.rate, workdir=args.workdir) as s:
             meta["stick"] = f"{s.fs} on {s.name} (loop, direct I/O), {size} MiB"
-            big, tree = {}, {}
+            big, tree, tiny = {}, {}, None
             log(f"big file, {args.size_mib} MiB, on {s.dev} at {args.rate / 1e6:.1f} MB/s")
             for t in tools:
                 big[t] = run_tool(s, t, "big", big_src, os.path.join(s.mnt, "big.bin"), args.sanecp, timeout)
@@ -671,6 +743,10 @@ def main():
                     tree[t] = None
                     continue
                 tree[t] = run_tool(s, t, "tree", tree_src, os.path.join(s.mnt, "tree"), args.sanecp, timeout)
+            if args.tiny:
+                tiny = tiny_passes(s, tools, tiny_src, os.path.join(s.mnt, "tiny"), args.sanecp, timeout, args.rate,
+                                   args.workdir)
+                remove(os.path.join(s.mnt, "tiny"))
             if args.latency:
                 # Last, so the passes above ran exactly as without it.
                 try:
@@ -684,13 +760,14 @@ def main():
     finally:
         shutil.rmtree(srcdir, ignore_errors=True)
 
-    text = report(args, meta, big, tree)
+    text = report(args, meta, big, tree, tiny)
     print(text)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
     lat_rows = list(meta.get("latency", {}).get("rows", {}).values())
-    failed = [r for r in list(big.values()) + list(tree.values()) + lat_rows if r is not None and not r.ok]
+    tiny_rows = [r for res in (tiny[0].values() if tiny else []) for r in res.values()]
+    failed = [r for r in list(big.values()) + list(tree.values()) + tiny_rows + lat_rows if r is not None and not r.ok]
     return 1 if failed else 0
 
 

@@ -58,6 +58,87 @@ bool is_within(const std::string &inner, const std::string &outer)
 
 } // namespace
 
+namespace {
+
+// Where the sources go: the existing folder that receives them (|target_dir|) and, for an exact target, the
+// name the single source takes (|as_name|). Fails when the destination can't be used at all.
+Status destination_folder(std::size_t sources, const std::string &dest, DestinationRule rule, std::string &target_dir,
+                          std::string &as_name)
+{
+    struct stat dst {};
+    // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder).
+    const bool dest_exists = sys().fstatat(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
+    const bool wants_dir = dest.back() == '/';
+    if (rule == DestinationRule::ExactTarget && (sources != 1 || wants_dir))
+        return Status::from_errno(EINVAL, "destination", dest).with_detail("an exact target takes one source and a name");
+    const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode) && rule == DestinationRule::FollowCp;
+    if (wants_dir && !dest_is_dir)
+        return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+            .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
+                                     : "no such folder (a destination ending in '/' must exist)");
+    if (!dest_is_dir && sources > 1)
+        return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+            .with_detail("is not an existing folder, and several sources need one");
+    if (dest_is_dir) {
+        target_dir = strip_trailing_slashes(dest);
+        return {};
+    }
+    std::tie(target_dir, as_name) = split_path(dest);
+    struct stat parent {};
+    if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
+        const int err = errno;
+        return Status::destination(err, "destination folder", target_dir)
+            .with_detail(err == ENOENT ? "the destination folder does not exist"
+                                       : "cannot use the destination folder: " +
+                                             std::error_code(err, std::generic_category()).message());
+    }
+    if (!S_ISDIR(parent.st_mode))
+        return Status::destination(ENOTDIR, "destination folder", target_dir).with_detail("is not a folder");
+    return {};
+}
+
+// One source, checked against where it goes: it exists, it is not the root, a folder does not go into itself,
+// and the target is neither the source itself nor a file a folder would have to replace.
+Result<CopyItem> resolve_source(const std::string &source, const std::string &target_dir, const std::string &as_name,
+                                const std::string &real_target_dir)
+{
+    struct stat st {};
+    if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return Status::source(errno, "source", source);
+    CopyItem item;
+    item.source = source;
+    std::tie(item.source_dir, item.source_name) = split_path(source);
+    if (item.source_name == "." || item.source_name == ".." || item.source_name == "/" || item.source_name.empty()) {
+        // "sanecp . /mnt": the folder's real name, found through its real path.
+        const std::string real = real_path(source);
+        if (real == "/" || real.empty())
+            return Status::from_errno(EINVAL, "source", source).with_detail("cannot copy the root folder");
+        std::tie(item.source_dir, item.source_name) = split_path(real);
+    }
+    item.source_is_dir = S_ISDIR(st.st_mode);
+    item.target_dir = target_dir;
+    item.target_name = as_name.empty() ? item.source_name : as_name;
+
+    const std::string target = (real_target_dir == "/" ? "" : real_target_dir) + "/" + item.target_name;
+    if (item.source_is_dir) {
+        const std::string real_source = real_path(source);
+        if (!real_source.empty() && is_within(target, real_source))
+            return Status::from_errno(EINVAL, "copy into itself", source)
+                .with_detail("cannot copy a folder into itself or one of its subfolders");
+    }
+    struct stat existing {};
+    if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino)
+            return Status::from_errno(EINVAL, "same file", source).with_detail("source and destination are the same file");
+        if (item.source_is_dir && !S_ISDIR(existing.st_mode))
+            return Status::destination(ENOTDIR, "folder onto a file", target)
+                .with_detail("exists and is not a folder; a folder cannot replace it");
+    }
+    return item;
+}
+
+} // namespace
+
 Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest, DestinationRule rule)
 {
     Resolution r;
@@ -65,94 +146,16 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
         r.fatal = Status::from_errno(EINVAL, "usage", dest);
         return r;
     }
-    struct stat dst {};
-    // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder).
-    const bool dest_exists = sys().fstatat(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
-    const bool wants_dir = dest.back() == '/';
-    if (rule == DestinationRule::ExactTarget && (sources.size() != 1 || wants_dir)) {
-        r.fatal = Status::from_errno(EINVAL, "destination", dest).with_detail("an exact target takes one source and a name");
-        return r;
-    }
-    const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode) && rule == DestinationRule::FollowCp;
-
-    if (wants_dir && !dest_is_dir) {
-        r.fatal = Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
-                      .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
-                                               : "no such folder (a destination ending in '/' must exist)");
-        return r;
-    }
-    if (!dest_is_dir && sources.size() > 1) {
-        r.fatal = Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
-                      .with_detail("is not an existing folder, and several sources need one");
-        return r;
-    }
     std::string target_dir, as_name;
-    if (dest_is_dir) {
-        target_dir = strip_trailing_slashes(dest);
-    } else {
-        std::tie(target_dir, as_name) = split_path(dest);
-        struct stat parent {};
-        if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
-            const int err = errno;
-            r.fatal = Status::destination(err, "destination folder", target_dir)
-                          .with_detail(err == ENOENT ? "the destination folder does not exist"
-                                                     : "cannot use the destination folder: " +
-                                                           std::error_code(err, std::generic_category()).message());
-            return r;
-        }
-        if (!S_ISDIR(parent.st_mode)) {
-            r.fatal = Status::destination(ENOTDIR, "destination folder", target_dir).with_detail("is not a folder");
-            return r;
-        }
-    }
+    if (r.fatal = destination_folder(sources.size(), dest, rule, target_dir, as_name); !r.fatal.ok())
+        return r;
     const std::string real_target_dir = real_path(target_dir);
-
     for (const std::string &source : sources) {
-        struct stat st {};
-        if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            r.errors.push_back(Status::source(errno, "source", source));
-            continue;
-        }
-        CopyItem item;
-        item.source = source;
-        std::tie(item.source_dir, item.source_name) = split_path(source);
-        if (item.source_name == "." || item.source_name == ".." || item.source_name == "/" ||
-            item.source_name.empty()) {
-            // "sanecp . /mnt": the folder's real name, found through its real path.
-            const std::string real = real_path(source);
-            if (real == "/" || real.empty()) {
-                r.errors.push_back(Status::from_errno(EINVAL, "source", source).with_detail("cannot copy the root folder"));
-                continue;
-            }
-            std::tie(item.source_dir, item.source_name) = split_path(real);
-        }
-        item.source_is_dir = S_ISDIR(st.st_mode);
-        item.target_dir = target_dir;
-        item.target_name = as_name.empty() ? item.source_name : as_name;
-
-        const std::string target = (real_target_dir == "/" ? "" : real_target_dir) + "/" + item.target_name;
-        if (item.source_is_dir) {
-            const std::string real_source = real_path(source);
-            if (!real_source.empty() && is_within(target, real_source)) {
-                r.errors.push_back(Status::from_errno(EINVAL, "copy into itself", source)
-                                       .with_detail("cannot copy a folder into itself or one of its subfolders"));
-                continue;
-            }
-        }
-        struct stat existing {};
-        if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
-            if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino) {
-                r.errors.push_back(Status::from_errno(EINVAL, "same file", source)
-                                       .with_detail("source and destination are the same file"));
-                continue;
-            }
-            if (item.source_is_dir && !S_ISDIR(existing.st_mode)) {
-                r.errors.push_back(Status::destination(ENOTDIR, "folder onto a file", target)
-                                       .with_detail("exists and is not a folder; a folder cannot replace it"));
-                continue;
-            }
-        }
-        r.items.push_back(std::move(item));
+        Result<CopyItem> item = resolve_source(source, target_dir, as_name, real_target_dir);
+        if (item.ok())
+            r.items.push_back(std::move(item.value()));
+        else
+            r.errors.push_back(item.status());
     }
     return r;
 }

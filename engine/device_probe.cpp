@@ -478,13 +478,47 @@ std::string detect_fs_type(const std::string &device, unsigned major_no, unsigne
     return probe_fs_type_with_blkid(device);
 }
 
+namespace {
+
+// The mount that holds |path| on the device |st_dev|, filling mount point and type into |info|.
+void probe_mount(const std::string &path, dev_t st_dev, DeviceInfo &info)
+{
+    std::vector<MountEntry> mounts;
+    if (auto text = read_kernel_text("/proc/self/mountinfo"))
+        mounts = parse_mountinfo(*text);
+    // Matching by device first: a path prefix alone is fooled by a mount hidden under a later one. Several
+    // mounts share a device (bind mounts, subvolumes), hence the prefix among those. btrfs subvolumes report
+    // an st_dev of their own that mountinfo doesn't list, which the plain prefix match catches.
+    const unsigned dev_major = major(st_dev);
+    const unsigned dev_minor = minor(st_dev);
+    const MountEntry *mount = best_cover(mounts, path, [&](const MountEntry &m) {
+        return m.dev_major == dev_major && m.dev_minor == dev_minor;
+    });
+    if (!mount)
+        mount = find_mount(mounts, path);
+    if (mount) {
+        info.mount_point = mount->mount_point;
+        info.fs_type = mount->fs_type;
+        info.fs_subtype = mount->fs_subtype;
+    }
+    if (mount && mount->fs_type == "fuseblk") {
+        probe_block_source(*mount, info);
+        // mountinfo says only "fuseblk" for exfat-fuse and ntfs-3g: ask the device what it holds.
+        if (info.fs_subtype.empty() && !mount->source.empty())
+            info.fs_subtype = detect_fs_type(mount->source, dev_major, dev_minor);
+    } else {
+        probe_block_device(dev_major, dev_minor, "/sys", info);
+    }
+}
+
+} // namespace
+
 Result<DeviceInfo> probe_device(const std::string &folder)
 {
     int raw = sys().openat(AT_FDCWD, folder.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
     if (raw < 0)
         return Status::destination(errno, "open", folder);
     UniqueFd fd(raw);
-
     struct stat st {};
     if (sys().fstat(fd.get(), &st) < 0)
         return Status::destination(errno, "fstat", folder);
@@ -502,36 +536,7 @@ Result<DeviceInfo> probe_device(const std::string &folder)
         info.free_bytes = static_cast<uint64_t>(sfs.f_bavail) * unit;
         info.total_bytes = static_cast<uint64_t>(sfs.f_blocks) * unit;
     }
-
-    const std::string path = resolved_path(fd.get(), folder);
-    std::vector<MountEntry> mounts;
-    if (auto text = read_kernel_text("/proc/self/mountinfo"))
-        mounts = parse_mountinfo(*text);
-    // Matching by device first: a path prefix alone is fooled by a mount hidden under a later one. Several
-    // mounts share a device (bind mounts, subvolumes), hence the prefix among those. btrfs subvolumes report
-    // an st_dev of their own that mountinfo doesn't list, which the plain prefix match catches.
-    const unsigned dev_major = major(st.st_dev);
-    const unsigned dev_minor = minor(st.st_dev);
-    const MountEntry *mount = best_cover(mounts, path, [&](const MountEntry &m) {
-        return m.dev_major == dev_major && m.dev_minor == dev_minor;
-    });
-    if (!mount)
-        mount = find_mount(mounts, path);
-
-    if (mount) {
-        info.mount_point = mount->mount_point;
-        info.fs_type = mount->fs_type;
-        info.fs_subtype = mount->fs_subtype;
-    }
-    if (mount && mount->fs_type == "fuseblk") {
-        probe_block_source(*mount, info);
-        // mountinfo says only "fuseblk" for exfat-fuse and ntfs-3g: ask the device what it holds.
-        if (info.fs_subtype.empty() && !mount->source.empty())
-            info.fs_subtype = detect_fs_type(mount->source, dev_major, dev_minor);
-    } else {
-        probe_block_device(dev_major, dev_minor, "/sys", info);
-    }
-
+    probe_mount(resolved_path(fd.get(), folder), st.st_dev, info);
     // A fuseblk without a subtype (exfat-fuse, ntfs-3g) gets no limits here: the type has to come from the
     // device itself.
     info.limits = fs_limits_for(info.fs_subtype.empty() ? std::string_view(info.fs_type)

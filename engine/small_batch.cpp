@@ -4,6 +4,7 @@
 #include "page_cache_policy.h"
 #include "sys.h"
 
+#include <algorithm>
 #include <cctype>
 #include <condition_variable>
 #include <mutex>
@@ -86,6 +87,8 @@ private:
 SmallFileBatch::SmallFileBatch(WritebackMode mode, BatchLimits limits, bool case_insensitive, Hooks hooks)
     : mode_(mode), limits_(limits), case_insensitive_(case_insensitive), hooks_(std::move(hooks))
 {
+    group_.max_bytes = std::max<uint64_t>(1, limits_.max_bytes / 16);
+    group_.max_files = std::max<std::size_t>(1, limits_.max_files / 16);
 }
 
 SmallFileBatch::~SmallFileBatch() { discard(); }
@@ -128,8 +131,11 @@ void SmallFileBatch::add(BatchedFile file)
     names_.insert(key(file));
     filling_.bytes += file.bytes;
     filling_.files.push_back(std::move(file));
-    if (filling_.bytes >= limits_.max_bytes || filling_.files.size() >= limits_.max_files)
+    if (filling_.bytes >= group_.max_bytes || filling_.files.size() >= group_.max_files) {
         hand_off();
+        group_.max_bytes = std::min(limits_.max_bytes, group_.max_bytes * 2);
+        group_.max_files = std::min(limits_.max_files, group_.max_files * 2);
+    }
 }
 
 void SmallFileBatch::hand_off()

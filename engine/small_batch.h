@@ -10,7 +10,9 @@
 //   - a group is renamed only once its data is on the device (after verify, when asked for), and reported
 //     published only once a later syncfs has made the renames durable too;
 //   - at most two groups are off the device at any time: dirty memory stays within 2 × max_bytes;
-//   - the device never waits for the job between groups, nor the job for the device, unless it is two ahead.
+//   - the device never waits for the job between groups, nor the job for the device, unless it is two ahead;
+//   - the first group is a sixteenth of the limits and each next one twice the last, so the device starts
+//     writing within milliseconds instead of idling while the first full group is written.
 // Elsewhere (FUSE and network filesystems, where syncfs is not passed on reliably) each file is fdatasync'ed
 // and each folder fsync'ed, on the job's thread, when a group is full.
 //
@@ -93,6 +95,7 @@ private:
 
     WritebackMode mode_;
     BatchLimits limits_;
+    BatchLimits group_;           // the group being filled: growing up to limits_
     bool case_insensitive_;
     Hooks hooks_;
     Group filling_;

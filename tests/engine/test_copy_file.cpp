@@ -429,6 +429,9 @@ TEST_CASE("verify: the copy is read back and a corruption between write and read
     CHECK(run.first(JobEvent::Kind::Error)->status.err() == EBADMSG);
     CHECK(run.first(JobEvent::Kind::Error)->message.find("verify") != std::string::npos);
     CHECK_FALSE(exists(t / "dst")); // never published under the real name
+    // Nothing of it is on the device under any name, so progress takes its bytes back.
+    CHECK(run.counters->durable_bytes.load() == 0);
+    CHECK(run.counters->written_bytes.load() == 0);
 }
 
 TEST_CASE("verify: an intact copy passes, small files included")
@@ -545,6 +548,9 @@ TEST_CASE("folder to folder: a source that can't be read fails its file only, an
     CHECK_FALSE(run.summary.aborted);
     REQUIRE(run.first(JobEvent::Kind::Error));
     CHECK(run.first(JobEvent::Kind::Error)->status.op() == "read source");
+    // EIO would end the job were it the destination's: the Status knows it is the source's.
+    CHECK(run.first(JobEvent::Kind::Error)->status.on_source());
+    CHECK_FALSE(run.first(JobEvent::Kind::Error)->status.device_removed());
     CHECK(same_bytes(t / "tree/b-good", t / "out/tree/b-good")); // the job went on
     CHECK_FALSE(exists(t / "out/tree/.a-bad.part"));             // nothing to resume: the stick is fine
     CHECK_FALSE(exists(t / "out/tree/a-bad"));

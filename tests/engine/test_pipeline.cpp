@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The publish pipeline's parts: the conflict resolver, the small-file groups, errors that know their side, a
+// pulled stick said as such, progress that takes back a failed attempt, and limits that stay consistent.
+#include "catch.h"
+
+#include "fault_syscalls.h"
+#include "job_helpers.h"
+#include "test_support.h"
+
+#include "conflict.h"
+#include "device_probe.h"
+#include "fd.h"
+#include "verify.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace sanecopy;
+using namespace sanecopy::test;
+
+namespace {
+
+constexpr uint64_t MiB = 1024 * 1024;
+using Outcome = ConflictDecision::Outcome;
+
+void mkdir_p(const std::string &path) { REQUIRE(::mkdir(path.c_str(), 0755) == 0); }
+
+// Names in |dir| that a copy must never leave behind: part files.
+std::vector<std::string> part_files(const std::string &dir)
+{
+    std::vector<std::string> found;
+    DIR *d = ::opendir(dir.c_str());
+    REQUIRE(d);
+    while (dirent *e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, ".part") == 0)
+            found.push_back(name);
+    }
+    ::closedir(d);
+    return found;
+}
+
+void make_small_tree(const std::string &root, int files, uint64_t size = 3000)
+{
+    mkdir_p(root);
+    for (int i = 0; i < files; ++i)
+        write_pattern_file(root + "/f" + std::to_string(i), size + uint64_t(i), unsigned(i + 1));
+}
+
+} // namespace
+
+TEST_CASE("conflict resolver: a free name proceeds, never replacing what appears meanwhile")
+{
+    const ExistingTarget none;
+    for (ConflictPolicy p : {ConflictPolicy::Refuse, ConflictPolicy::Skip}) {
+        const ConflictDecision d = resolve_conflict(none, p, std::nullopt, "t");
+        CHECK(d.outcome == Outcome::Proceed);
+        CHECK(d.policy == ConflictPolicy::Refuse);
+    }
+    CHECK(resolve_conflict(none, ConflictPolicy::Overwrite, std::nullopt, "t").policy == ConflictPolicy::Overwrite);
+    // Nothing to ask about: an answer for a free name changes nothing.
+    CHECK(resolve_conflict(none, ConflictPolicy::Refuse, ConflictAnswer::Cancel, "t").outcome == Outcome::Proceed);
+}
+
+TEST_CASE("conflict resolver: an existing target under each policy and answer")
+{
+    const ExistingTarget file{true, false, 10, {}};
+    const ExistingTarget folder{true, true, 0, {}};
+    const ConflictDecision refused = resolve_conflict(file, ConflictPolicy::Refuse, std::nullopt, "/stick/a");
+    CHECK(refused.outcome == Outcome::Fail);
+    CHECK(refused.error.err() == EEXIST);
+    CHECK(refused.error.on_destination());
+    CHECK(refused.error.path() == "/stick/a");
+    CHECK(resolve_conflict(file, ConflictPolicy::Skip, std::nullopt, "t").outcome == Outcome::Skip);
+    CHECK(resolve_conflict(file, ConflictPolicy::Rename, std::nullopt, "t").policy == ConflictPolicy::Rename);
+    CHECK(resolve_conflict(file, ConflictPolicy::Overwrite, std::nullopt, "t").outcome == Outcome::Proceed);
+    const ConflictDecision onto_folder = resolve_conflict(folder, ConflictPolicy::Overwrite, std::nullopt, "t");
+    CHECK(onto_folder.outcome == Outcome::Fail);
+    CHECK(onto_folder.error.err() == EISDIR);
+    // The user's answer wins over the policy.
+    CHECK(resolve_conflict(file, ConflictPolicy::Refuse, ConflictAnswer::Overwrite, "t").policy ==
+          ConflictPolicy::Overwrite);
+    CHECK(resolve_conflict(file, ConflictPolicy::Overwrite, ConflictAnswer::Skip, "t").outcome == Outcome::Skip);
+    CHECK(resolve_conflict(file, ConflictPolicy::Refuse, ConflictAnswer::Rename, "t").policy == ConflictPolicy::Rename);
+    CHECK(resolve_conflict(file, ConflictPolicy::Skip, ConflictAnswer::Cancel, "t").outcome == Outcome::Cancel);
+    CHECK(resolve_conflict(folder, ConflictPolicy::Refuse, ConflictAnswer::Overwrite, "t").outcome == Outcome::Fail);
+}
+
+TEST_CASE("chunk limits: inconsistent limits are made consistent, and plans stay inside them")
+{
+    ChunkLimits bad;
+    bad.align = 0;                  // would divide by zero
+    bad.min_chunk = 4 * MiB;        // above max_chunk: std::clamp with lo > hi is undefined
+    bad.max_chunk = 1 * MiB;
+    bad.start_chunk = 64 * MiB;
+    bad.min_windows = 0;
+    bad.max_windows = 0;
+    bad.max_in_flight = 1 * MiB;    // can't hold even one chunk
+    bad.target_seconds = -1;
+    const ChunkLimits l = bad.checked();
+    CHECK(l.align >= 4096);
+    CHECK(l.min_chunk % l.align == 0);
+    CHECK(l.max_chunk >= l.min_chunk);
+    CHECK(l.start_chunk >= l.min_chunk);
+    CHECK(l.start_chunk <= l.max_chunk);
+    CHECK(l.min_windows >= 1);
+    CHECK(l.max_windows >= l.min_windows);
+    CHECK(l.max_in_flight >= (l.min_windows + 1) * l.min_chunk);
+    CHECK(l.target_seconds > 0);
+    for (double rate : {0.0, 1e3, 40e6, 4e9}) {
+        const ChunkPlan plan = plan_chunks(rate, bad);
+        CHECK(plan.chunk_bytes >= l.min_chunk);
+        CHECK(plan.chunk_bytes <= l.max_chunk);
+        CHECK(plan.chunk_bytes % l.align == 0);
+        CHECK(plan.windows >= l.min_windows);
+        CHECK(plan.windows <= l.max_windows);
+    }
+    // Limits that are consistent already are kept as they are.
+    const ChunkLimits good;
+    const ChunkLimits kept = good.checked();
+    CHECK(kept.min_chunk == good.min_chunk);
+    CHECK(kept.max_chunk == good.max_chunk);
+    CHECK(kept.max_in_flight == good.max_in_flight);
+    CHECK(kept.align == good.align);
+}
+
+TEST_CASE("a job with small, non-default chunk limits copies exactly, and keeps in flight what they allow")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 6 * MiB + 12345);
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "src"}, t / "dst");
+    spec.limits.min_chunk = 64 * 1024;
+    spec.limits.max_chunk = 128 * 1024;
+    spec.limits.start_chunk = 64 * 1024;
+    spec.limits.max_in_flight = 512 * 1024;
+    spec.limits.align = 16 * 1024;
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    // At least one window per 128 KiB: the limits were used, not the defaults (8 MiB chunks).
+    CHECK(fs.sync_file_range_calls.load() >= int(6 * MiB / (128 * 1024)));
+}
+
+TEST_CASE("small files: published in groups, one syncfs a group, no writeback of their own")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 23);
+    mkdir_p(t / "out");
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.batch_files = 5;
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.ok());
+    CHECK(run.summary.files_copied == 23);
+    CHECK(list_tree(t / "tree") == list_tree(t / "out/tree"));
+    for (int i = 0; i < 23; ++i)
+        CHECK(same_bytes(t / ("tree/f" + std::to_string(i)), t / ("out/tree/f" + std::to_string(i))));
+    CHECK(part_files(t / "out/tree").empty());
+    // Seven groups; each needs its data and its renames synced, and a syncfs may serve two groups at once.
+    CHECK(fs.syncfs_calls.load() >= 5);
+    CHECK(fs.syncfs_calls.load() <= 2 * 7 + 2); // groups of 1, 2, 4 files, then 5
+    // Small files start no writeback of their own: the group's syncfs sends them together.
+    CHECK(fs.sync_file_range_calls.load() == 0);
+    CHECK(fs.fdatasync_calls.load() == 0);
+    CHECK(run.counters->durable_bytes.load() == run.counters->total_bytes.load());
+    CHECK(run.counters->files_done.load() == 23);
+}
+
+TEST_CASE("small files: a failing group sync fails every file in it, leaves no part file and takes back progress")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 12);
+    mkdir_p(t / "out");
+    FaultSyscalls fs;
+    fs.syncfs_errno = EIO;
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.batch_files = 4;
+    JobRun run = run_job(spec);
+    CHECK_FALSE(run.summary.ok());
+    CHECK(run.summary.aborted); // EIO on the destination ends the job
+    CHECK(run.summary.files_copied == 0);
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.on_destination());
+    CHECK(run.first(JobEvent::Kind::Error)->status.err() == EIO);
+    CHECK(part_files(t / "out/tree").empty());
+    for (int i = 0; i < 12; ++i)
+        CHECK_FALSE(exists(t / ("out/tree/f" + std::to_string(i))));
+    // Nothing is on the device under any name, so progress shows nothing.
+    CHECK(run.counters->durable_bytes.load() == 0);
+    CHECK(run.counters->written_bytes.load() == 0);
+}
+
+TEST_CASE("left-out entries carry their reason")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    REQUIRE(::mkfifo((t / "tree/pipe").c_str(), 0644) == 0);
+    write_text_file(t / "tree/file", "x");
+    mkdir_p(t / "out");
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    REQUIRE(run.first(JobEvent::Kind::Skipped));
+    CHECK(run.first(JobEvent::Kind::Skipped)->reason == LeftOut::SpecialFile);
+    CHECK(run.summary.files_refused == 1);
+    // A skip the policy asked for is no failure.
+    JobRun again = run_job(spec_of({t / "tree/file"}, t / "out/tree", ConflictPolicy::Skip));
+    REQUIRE(again.first(JobEvent::Kind::Skipped));
+    CHECK(again.first(JobEvent::Kind::Skipped)->reason == LeftOut::Exists);
+    CHECK(again.summary.complete());
+}
+
+TEST_CASE("verify honours cancel")
+{
+    TempDir t;
+    write_pattern_file(t / "a", 4 * MiB, 1);
+    UniqueFd a(::open((t / "a").c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd b(::open((t / "a").c_str(), O_RDONLY | O_CLOEXEC));
+    JobControl control;
+    REQUIRE(verify_copy(a.get(), b.get(), 4 * MiB, "a", true, &control).ok());
+    control.cancel();
+    const Status s = verify_copy(a.get(), b.get(), 4 * MiB, "a", true, &control);
+    CHECK(s.err() == ECANCELED);
+}
+
+TEST_CASE("a pulled stick is said as such, on the destination only")
+{
+    TempDir t;
+    // A fake sysfs: the stick's disk "sdz" is listed while plugged in.
+    mkdir_p(t / "block");
+    mkdir_p(t / "block/sdz");
+    write_text_file(t / "block/sdz/dev", "8:240\n");
+    DeviceInfo stick;
+    stick.disk = "sdz";
+    stick.removable = true;
+    const Status eio = Status::destination(EIO, "sendfile", "/stick/file");
+
+    SECTION("plugged in: an EIO is the device's own error")
+    {
+        const Status s = explain_device_loss(eio, stick, t.path(), 0.0);
+        CHECK_FALSE(s.device_removed());
+        CHECK(s.detail().empty());
+    }
+    SECTION("gone from sysfs: removed, and the message says so")
+    {
+        REQUIRE(::unlink((t / "block/sdz/dev").c_str()) == 0);
+        const Status s = explain_device_loss(eio, stick, t.path(), 0.0);
+        CHECK(s.device_removed());
+        CHECK(s.message().find("the device was removed") != std::string::npos);
+        CHECK(s.err() == EIO);
+        // The same errno from the source side is the source's problem.
+        const Status src = explain_device_loss(Status::source(EIO, "read source", "/card/f"), stick, t.path(), 0.0);
+        CHECK_FALSE(src.device_removed());
+    }
+    SECTION("ENODEV needs no look at sysfs")
+    {
+        const Status s = explain_device_loss(Status::destination(ENODEV, "write", "/stick/f"), stick, t.path(), 0.0);
+        CHECK(s.device_removed());
+    }
+}
