@@ -96,6 +96,21 @@ std::string json_progress(const ProgressSnapshot &s)
     return out + "}";
 }
 
+namespace {
+const char *side_name(Side side)
+{
+    switch (side) {
+    case Side::Source:
+        return "source";
+    case Side::Destination:
+        return "destination";
+    case Side::Neither:
+        break;
+    }
+    return "neither";
+}
+} // namespace
+
 std::string json_event(const JobEvent &e)
 {
     switch (e.kind) {
@@ -104,11 +119,13 @@ std::string json_event(const JobEvent &e)
                ",\"bytes\":" + std::to_string(e.bytes) +
                (e.message.empty() ? std::string() : ",\"note\":" + json_string(e.message)) + "}";
     case JobEvent::Kind::Skipped:
-        return "{\"type\":\"skipped\",\"source\":" + json_string(e.path) + ",\"message\":" + json_string(e.message) +
-               "}";
+        return "{\"type\":\"skipped\",\"source\":" + json_string(e.path) + ",\"reason\":" +
+               json_string(to_string(e.reason)) + ",\"message\":" + json_string(e.message) + "}";
     case JobEvent::Kind::Error:
         return "{\"type\":\"error\",\"source\":" + json_string(e.path) + ",\"errno\":" + std::to_string(e.status.err()) +
-               ",\"operation\":" + json_string(e.status.op()) + ",\"message\":" + json_string(e.message) + "}";
+               ",\"operation\":" + json_string(e.status.op()) + ",\"side\":" + json_string(side_name(e.status.side())) +
+               ",\"device_removed\":" + (e.status.device_removed() ? "true" : "false") +
+               ",\"message\":" + json_string(e.message) + "}";
     case JobEvent::Kind::Done:
         break;
     }

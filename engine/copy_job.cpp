@@ -177,6 +177,8 @@ private:
     // Reporting.
     void emit(JobEvent e) { sink_(e); }
     void report_error(Status s, const std::string &path);
+    // |s| worded for a pulled stick when that is what it is (explain_device_loss).
+    Status explain(Status s);
     void report_skip(const std::string &path, const std::string &why, LeftOut reason);
     void report_done(const std::string &source, std::string target, uint64_t bytes, std::string note = {});
     void take_back(const AttemptBytes &bytes);
@@ -223,6 +225,7 @@ private:
     bool aborted_ = false;
     bool device_removed_ = false;    // the destination's device went away mid-job
     bool stopped_by_answer_ = false; // "Cancel" answered to a question
+    bool loss_checked_ = false;      // an EIO was checked for a pulled stick already
     SharedDirFd any_dest_dir_;       // for the job's last syncfs
     std::unique_ptr<SmallFileBatch> batch_;
     // Folders this job created (empty when it did), and the names it made in them, case-folded where the
@@ -246,9 +249,7 @@ void JobRunner::report_error(Status s, const std::string &path)
         aborted_ = true;
         // A pulled stick shows as ENODEV, ENXIO or EIO depending on where the copy was; say what happened
         // rather than which call saw it.
-        if (device_removed_ && !s.device_removed())
-            s = std::move(s).as_device_removed();
-        s = explain_device_loss(std::move(s), device_);
+        s = explain(std::move(s));
         device_removed_ = device_removed_ || s.device_removed();
     }
     JobEvent e;
@@ -257,6 +258,16 @@ void JobRunner::report_error(Status s, const std::string &path)
     e.message = s.message();
     e.status = std::move(s);
     emit(std::move(e));
+}
+
+Status JobRunner::explain(Status s)
+{
+    if (device_removed_ && s.on_destination() && is_device_fatal(s.err()) && !s.device_removed())
+        return explain_device_loss(std::move(s).as_device_removed(), device_);
+    // The grace for a disk to leave sysfs is waited once: a failed group reports each of its files.
+    const bool was_checked = loss_checked_;
+    loss_checked_ = loss_checked_ || (s.on_destination() && (s.err() == EIO || s.err() == ENOTCONN));
+    return explain_device_loss(std::move(s), device_, "/sys", was_checked ? 0.0 : 0.5);
 }
 
 void JobRunner::report_skip(const std::string &path, const std::string &why, LeftOut reason)
@@ -462,7 +473,8 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
     const std::string dst_rel = target_rel(join(item.target_name, entry.rel));
     auto [src_parent_rel, src_name] = split_rel(join(item.source_name, entry.rel));
     auto [dst_parent_rel, dst_name] = split_rel(dst_rel);
-    FileTask task{entry, source, {}, src_name, {}, join(walk.dst.display(), dst_parent_rel), dst_name};
+    FileTask task{entry, source, {}, src_name, {}, join(walk.dst.display(), dst_parent_rel), dst_name,
+                  false, ConflictPolicy::Refuse, {}};
     Status error;
     task.dst_dir = walk.dst.get(dst_parent_rel, error);
     task.src_dir = task.dst_dir ? walk.src.get(src_parent_rel, error) : SharedDirFd{};
@@ -583,7 +595,7 @@ void JobRunner::copy_file_with_retries(FileTask &task)
         if (s.err() == ECANCELED)
             return;
         // A pulled stick is not a question: nothing the user answers brings it back into this copy.
-        s = explain_device_loss(std::move(s), device_);
+        s = explain(std::move(s));
         if (!spec_.ask_error || s.device_removed())
             return report_error(std::move(s), task.source);
         switch (spec_.ask_error(s, task.source)) {

@@ -422,10 +422,11 @@ bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root
 Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sysfs_root, double grace_seconds)
 {
     const int err = s.err();
-    if (s.ok() || !s.on_destination() || s.device_removed() ||
+    if (s.ok() || !s.on_destination() || (s.device_removed() && !s.detail().empty()) ||
         !(err == EIO || err == ENOTCONN || err == ENODEV || err == ENXIO || err == ESHUTDOWN))
         return s;
-    bool gone = device_removed(err, info, sysfs_root);
+    // Marked already (the job saw the device go on an earlier file): only the words are missing.
+    bool gone = s.device_removed() || device_removed(err, info, sysfs_root);
     const bool may_be_leaving = (err == EIO || err == ENOTCONN) && info.removable && !info.disk.empty();
     for (double waited = 0; !gone && may_be_leaving && waited < grace_seconds; waited += 0.05) {
         ::usleep(50'000);

@@ -118,7 +118,7 @@ bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root
 
 // |s| as the user should read it: when it failed on the destination because the device went away
 // (device_removed), the detail says "the device was removed before the copy finished" and the Status is marked
-// device_removed(); anything else comes back as it was. A pulled stick's disk leaves sysfs a few hundred
+// device_removed() (a Status marked so already only gets the words); anything else comes back as it was. A pulled stick's disk leaves sysfs a few hundred
 // milliseconds after the first EIO, so for a removable device that is waited for, up to |grace_seconds|.
 Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sysfs_root = "/sys",
                            double grace_seconds = 0.5);

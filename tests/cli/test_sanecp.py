@@ -101,6 +101,11 @@ def case_fifo_in_tree(t):
     check("skipped" in r.stderr and "FIFO" in r.stderr, f"stderr: {r.stderr!r}")
     check(open(f"{t}/out/tree/file").read() == "data", "file missing")
     check(not os.path.lexists(f"{t}/out/tree/pipe"), "the FIFO was recreated")
+    # Scripts get the reason as a word, not only a sentence.
+    os.mkdir(f"{t}/out2")
+    r = run(["--json", f"{t}/tree", f"{t}/out2"], timeout=20)
+    skips = [rec for rec in map(json.loads, r.stdout.splitlines()) if rec["type"] == "skipped"]
+    check(len(skips) == 1 and skips[0]["reason"] == "special-file", f"skipped records {skips}")
 
 
 def case_existing_target_refused(t):
@@ -258,6 +263,7 @@ def case_json(t):
     check(progress["durable_bytes"] == 3 << 20 == progress["total_bytes"], f"final progress {progress}")
     err = next(rec for rec in records if rec["type"] == "error")
     check(err["source"].endswith("missing") and err["errno"] == 2, f"error record {err}")
+    check(err["side"] == "source" and err["device_removed"] is False, f"error record {err}")
     check(records[-1]["ok"] is False and records[-1]["files_copied"] == 1, f"done record {records[-1]}")
 
 
