@@ -26,6 +26,7 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
                             dest.writeback == WritebackMode::Windows;
     route.clone_chain = same_fs || fast_fixed;
     route.evict = true;
+    route.small_file_writeback = dest.writeback == WritebackMode::Windows && dest.group_sync == GroupSync::Inline;
     return route;
 }
 
@@ -377,7 +378,11 @@ Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &sessio
     counters.written_bytes.fetch_add(moved, std::memory_order_relaxed);
     result.copied = moved;
     source.release_all();
-    // No writeback of its own: the batch's syncfs sends the whole group at once (page_cache_policy.h).
+    // On a journaling filesystem no writeback of its own: the group's syncfs sends the whole group at once.
+    // Elsewhere it starts now, so the group's sync on the job's thread finds it under way (page_cache_policy.h).
+    if (s && moved > 0 && session.route.small_file_writeback &&
+        sys().sync_file_range(dst, 0, 0, SYNC_FILE_RANGE_WRITE) < 0)
+        return Status::destination(errno, "sync_file_range", path);
     return s;
 }
 

@@ -390,7 +390,8 @@ void JobRunner::start(JobPlan &plan)
     BatchLimits limits{spec_.batch_bytes, spec_.batch_files};
     if (struct rlimit rl {}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         limits.max_files = std::max<std::size_t>(8, std::min<std::size_t>(limits.max_files, rl.rlim_cur / 8));
-    batch_ = std::make_unique<SmallFileBatch>(device_.writeback, limits, folds_case(), batch_hooks());
+    batch_ = std::make_unique<SmallFileBatch>(device_.writeback, device_.group_sync, limits, folds_case(),
+                                              batch_hooks());
 }
 
 void JobRunner::finish()

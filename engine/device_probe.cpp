@@ -351,6 +351,22 @@ DataSync choose_data_sync(unsigned long fs_magic, std::string_view fs_type)
     return DataSync::File;
 }
 
+GroupSync choose_group_sync(unsigned long fs_magic)
+{
+    switch (fs_magic) {
+    case kExtMagic:
+    case kXfsMagic:
+    case kBtrfsMagic:
+    case kF2fsMagic:
+    case kJfsMagic:
+    case kReiserfsMagic:
+    case kNilfsMagic:
+        return GroupSync::Background;
+    default:
+        return GroupSync::Inline;
+    }
+}
+
 WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
 {
     if (fs_magic == kTmpfsMagic || fs_magic == kRamfsMagic || fs_type == "tmpfs" || fs_type == "ramfs")
@@ -544,6 +560,7 @@ Result<DeviceInfo> probe_device(const std::string &folder)
                                                         : std::string_view(info.fs_subtype));
     info.writeback = choose_writeback(info.fs_magic, info.fs_type);
     info.data_sync = choose_data_sync(info.fs_magic, info.fs_type);
+    info.group_sync = choose_group_sync(info.fs_magic);
     return info;
 }
 

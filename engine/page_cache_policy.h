@@ -17,9 +17,12 @@
 // and stacked filesystems), each window is made durable by fdatasync instead, run on a helper thread so the
 // next chunk is sent while the previous one syncs.
 //
-// Small files (small_batch.h) get no writeback of their own: a sync_file_range per file would send one small
-// request per file, which a stick pays for in IOPS, where the batch's one syncfs sends the whole group in a
-// few large ones. Once the group is durable, each file's clean pages are dropped (drop_written_pages).
+// Small files (small_batch.h) on a journaling filesystem get no writeback of their own: a sync_file_range per
+// file would send one small request per file, which a stick pays for in IOPS, where the group's one syncfs
+// sends the whole group in a few large ones. On FAT, exFAT and NTFS the group is synced on the job's thread
+// (GroupSync::Inline), so there each file's writeback starts when it is written, or the device would idle
+// while the next group is written. Once a group is durable, each file's clean pages are dropped
+// (drop_written_pages).
 //
 // Read-back (verify.h) drops what it reads as it goes, on both sides, so verifying fills the cache no more than
 // copying did; the copy's own pages were dropped before, so the reads really go to the device.

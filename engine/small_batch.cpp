@@ -84,8 +84,9 @@ private:
     std::thread thread_;
 };
 
-SmallFileBatch::SmallFileBatch(WritebackMode mode, BatchLimits limits, bool case_insensitive, Hooks hooks)
-    : mode_(mode), limits_(limits), case_insensitive_(case_insensitive), hooks_(std::move(hooks))
+SmallFileBatch::SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits limits, bool case_insensitive,
+                               Hooks hooks)
+    : mode_(mode), sync_(sync), limits_(limits), case_insensitive_(case_insensitive), hooks_(std::move(hooks))
 {
     group_.max_bytes = std::max<uint64_t>(1, limits_.max_bytes / 16);
     group_.max_files = std::max<std::size_t>(1, limits_.max_files / 16);
@@ -142,8 +143,11 @@ void SmallFileBatch::hand_off()
 {
     if (filling_.files.empty())
         return;
-    if (mode_ != WritebackMode::Windows) {
-        settle_each(filling_);
+    if (mode_ != WritebackMode::Windows || sync_ == GroupSync::Inline) {
+        if (mode_ == WritebackMode::Windows)
+            settle_inline(filling_);
+        else
+            settle_each(filling_);
         filling_ = {};
         return;
     }
@@ -156,13 +160,14 @@ void SmallFileBatch::hand_off()
     while (syncing_.size() > 1) {
         Group older = std::move(syncing_.front());
         syncing_.pop_front();
-        settle_data(older, syncer_->wait(older.ticket));
+        queue_names(settle_data(older, syncer_->wait(older.ticket)));
     }
     reap_names(false);
 }
 
 // A group's data is on the device (or |synced| says why not): count it, drop its pages, verify and rename.
-void SmallFileBatch::settle_data(Group &group, Status synced)
+// Returns the files renamed, whose renames are yet to be made durable.
+SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
 {
     Group named;
     for (BatchedFile &f : group.files) {
@@ -183,10 +188,26 @@ void SmallFileBatch::settle_data(Group &group, Status synced)
         f.target = f.part.dir_path() + "/" + final_name;
         named.files.push_back(std::move(f));
     }
+    return named;
+}
+
+// Renamed files wait for a syncfs that starts after their renames.
+void SmallFileBatch::queue_names(Group named)
+{
     if (named.files.empty())
         return;
     named.ticket = syncer_->request();
     naming_.push_back(std::move(named));
+}
+
+void SmallFileBatch::publish_group(Group &group, const Status &names_synced)
+{
+    for (BatchedFile &f : group.files) {
+        if (names_synced)
+            hooks_.published(f);
+        else
+            hooks_.failed(f, names_synced.for_path(f.target));
+    }
 }
 
 void SmallFileBatch::reap_names(bool wait)
@@ -194,14 +215,22 @@ void SmallFileBatch::reap_names(bool wait)
     while (!naming_.empty() && (wait || syncer_->done(naming_.front().ticket))) {
         Group group = std::move(naming_.front());
         naming_.pop_front();
-        const Status s = syncer_->wait(group.ticket);
-        for (BatchedFile &f : group.files) {
-            if (s)
-                hooks_.published(f);
-            else
-                hooks_.failed(f, s.for_path(f.target));
-        }
+        publish_group(group, syncer_->wait(group.ticket));
     }
+}
+
+// The two syncs on the job's thread: the group's data (its writeback started file by file), then its renames.
+void SmallFileBatch::settle_inline(Group &group)
+{
+    // Copies: settle_data moves the files out of |group|.
+    const SharedDirFd dir = group.files.front().part.dir();
+    const std::string display = group.files.front().part.dir_path();
+    auto sync = [&] {
+        return sys().syncfs(dir->get()) < 0 ? Status::destination(errno, "syncfs", display) : Status();
+    };
+    Group named = settle_data(group, sync());
+    if (!named.files.empty())
+        publish_group(named, sync());
 }
 
 // Without a syncfs that reaches the device: each file's data, then each folder's renames.
@@ -246,7 +275,7 @@ void SmallFileBatch::flush()
     while (!syncing_.empty()) {
         Group group = std::move(syncing_.front());
         syncing_.pop_front();
-        settle_data(group, syncer_->wait(group.ticket));
+        queue_names(settle_data(group, syncer_->wait(group.ticket)));
     }
     reap_names(true);
 }

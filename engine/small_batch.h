@@ -13,8 +13,10 @@
 //   - the device never waits for the job between groups, nor the job for the device, unless it is two ahead;
 //   - the first group is a sixteenth of the limits and each next one twice the last, so the device starts
 //     writing within milliseconds instead of idling while the first full group is written.
-// Elsewhere (FUSE and network filesystems, where syncfs is not passed on reliably) each file is fdatasync'ed
-// and each folder fsync'ed, on the job's thread, when a group is full.
+// On FAT, exFAT and NTFS (GroupSync::Inline) the same two syncs run on the job's thread instead: creating a
+// file there waits for its folder's blocks while a sync writes them. Elsewhere (FUSE and network filesystems,
+// where syncfs is not passed on reliably) each file is fdatasync'ed and each folder fsync'ed, on the job's
+// thread, when a group is full.
 //
 // Whatever is not published when the batch goes (cancel, a device error) has its part file removed.
 #pragma once
@@ -64,7 +66,7 @@ public:
     };
 
     // |case_insensitive|: the filesystem matches names whatever their case (FAT, exFAT, NTFS).
-    SmallFileBatch(WritebackMode mode, BatchLimits limits, bool case_insensitive, Hooks hooks);
+    SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits limits, bool case_insensitive, Hooks hooks);
     ~SmallFileBatch();
     SmallFileBatch(const SmallFileBatch &) = delete;
     SmallFileBatch &operator=(const SmallFileBatch &) = delete;
@@ -88,12 +90,16 @@ private:
     };
     std::pair<int, std::string> key(const BatchedFile &f) const;
     void hand_off();
-    void settle_data(Group &group, Status synced);
+    Group settle_data(Group &group, Status synced);
+    void settle_inline(Group &group);
+    void queue_names(Group named);
+    void publish_group(Group &group, const Status &names_synced);
     void reap_names(bool wait);
     void settle_each(Group &group);
     PublishSteps steps_for(const BatchedFile &f) const;
 
     WritebackMode mode_;
+    GroupSync sync_;
     BatchLimits limits_;
     BatchLimits group_;           // the group being filled: growing up to limits_
     bool case_insensitive_;

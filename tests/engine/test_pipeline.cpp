@@ -11,11 +11,15 @@
 #include "conflict.h"
 #include "device_probe.h"
 #include "fd.h"
+#include "small_batch.h"
 #include "verify.h"
 
+#include <algorithm>
 #include <dirent.h>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 using namespace sanecopy;
@@ -262,4 +266,55 @@ TEST_CASE("a pulled stick is said as such, on the destination only")
         const Status s = explain_device_loss(Status::destination(ENODEV, "write", "/stick/f"), stick, t.path(), 0.0);
         CHECK(s.device_removed());
     }
+}
+
+TEST_CASE("group sync: in the background on journaling filesystems, on the job's thread on FAT, exFAT and NTFS")
+{
+    CHECK(choose_group_sync(0xef53) == GroupSync::Background);     // ext4
+    CHECK(choose_group_sync(0x58465342) == GroupSync::Background); // xfs
+    CHECK(choose_group_sync(0x9123683e) == GroupSync::Background); // btrfs
+    CHECK(choose_group_sync(0x4d44) == GroupSync::Inline);         // vfat
+    CHECK(choose_group_sync(0x2011bab0) == GroupSync::Inline);     // exfat
+    CHECK(choose_group_sync(0x7366746e) == GroupSync::Inline);     // ntfs3
+
+    TempDir t;
+    struct Threads : FaultSyscalls {
+        std::mutex mutex;
+        std::vector<std::thread::id> syncers;
+        int raw_syncfs(int fd) override
+        {
+            {
+                std::lock_guard lock(mutex);
+                syncers.push_back(std::this_thread::get_id());
+            }
+            return FaultSyscalls::raw_syncfs(fd);
+        }
+    } fs;
+    ScopedSyscalls seam(fs);
+    const GroupSync mode = GENERATE(GroupSync::Background, GroupSync::Inline);
+    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::vector<std::string> published;
+    SmallFileBatch::Hooks hooks;
+    hooks.durable = [](const BatchedFile &) {};
+    hooks.failed = [](BatchedFile &f, Status s) { FAIL(f.source << ": " << s.message()); };
+    hooks.published = [&](BatchedFile &f) { published.push_back(f.target); };
+    {
+        SmallFileBatch batch(WritebackMode::Windows, mode, BatchLimits{1 << 20, 16}, false, hooks);
+        for (int i = 0; i < 40; ++i) {
+            const std::string name = "f" + std::to_string(i);
+            auto part = PartFile::create(dir, t.path(), name, 0644);
+            REQUIRE(part.ok());
+            REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
+            batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false});
+        }
+        batch.flush();
+        CHECK(batch.empty());
+    }
+    CHECK(published.size() == 40);
+    CHECK(read_file(t / "f39") == "f39");
+    CHECK(part_files(t.path()).empty());
+    REQUIRE_FALSE(fs.syncers.empty());
+    const bool all_here =
+        std::all_of(fs.syncers.begin(), fs.syncers.end(), [](auto id) { return id == std::this_thread::get_id(); });
+    CHECK(all_here == (mode == GroupSync::Inline));
 }
