@@ -2,17 +2,21 @@
 //
 // sanecp SOURCE... DEST: copies at the device's own speed and returns when the data is on the device.
 #include "cli_output.h"
+#include "destination.h"
 #include "job_queue.h"
+#include "manifest.h"
 #include "sys.h"
 
 #include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <thread>
 #include <unistd.h>
@@ -61,6 +65,8 @@ public:
             std::fputs((cli::json_event(e) + "\n").c_str(), stdout);
             std::fflush(stdout);
         }
+        if (e.kind == JobEvent::Kind::FileDone && e.digest)
+            hashed_.push_back({e.target, *e.digest});
         if (e.kind == JobEvent::Kind::FileDone && !e.message.empty()) {
             clear_bar();
             std::fprintf(stderr, "sanecp: %s: %s\n", e.path.c_str(), e.message.c_str());
@@ -110,6 +116,13 @@ public:
         }
     }
 
+    // (target, digest) of every file copied, for the manifest. Call after the job ended.
+    std::vector<std::pair<std::string, Sha256Digest>> hashed()
+    {
+        std::lock_guard lock(mutex_);
+        return hashed_;
+    }
+
 private:
     void clear_bar()
     {
@@ -125,7 +138,67 @@ private:
     ProgressSnapshot last_;
     bool bar_shown_ = false;
     bool quiet_bar_ = false;
+    std::vector<std::pair<std::string, Sha256Digest>> hashed_;
 };
+
+std::string absolute_normal(const std::string &path)
+{
+    return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+// --manifest[=FILE]: SHA256SUMS in DEST when DEST is a folder now (copied into, or created as a copy of one),
+// else beside DEST; a FILE given is taken as it is. The names are relative to the manifest's folder.
+int write_manifest_for(const std::string &given, const std::string &dest,
+                       const std::vector<std::pair<std::string, Sha256Digest>> &hashed)
+{
+    std::string path = given;
+    if (path.empty()) {
+        struct stat st {};
+        const bool dest_dir = ::stat(dest.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        path = dest_dir ? dest + "/SHA256SUMS" : split_path(strip_trailing_slashes(dest)).first + "/SHA256SUMS";
+    }
+    path = absolute_normal(path);
+    const std::string dir = split_path(path).first;
+    std::vector<ManifestEntry> entries;
+    for (const auto &[target, digest] : hashed)
+        entries.push_back({manifest_name(dir, absolute_normal(target)), digest});
+    if (Status s = write_manifest(path, entries); !s) {
+        std::fprintf(stderr, "sanecp: the manifest was not written: %s\n", s.message().c_str());
+        return 1;
+    }
+    std::fprintf(stderr, "sanecp: %zu checksum%s in %s (check with: cd %s && sha256sum -c %s)\n", entries.size(),
+                 entries.size() == 1 ? "" : "s", path.c_str(), dir.c_str(), split_path(path).second.c_str());
+    return 0;
+}
+
+// sanecp --check MANIFEST: every file read back from its device and its SHA-256 compared.
+int check(const std::string &manifest, bool json)
+{
+    const JobControl control;
+    std::size_t files = 0, failed = 0;
+    Status s = check_manifest(manifest, control, [&](const CheckedFile &f) {
+        ++files;
+        const bool ok = f.result == CheckedFile::Result::Ok;
+        failed += !ok;
+        static const char *const words[] = {"ok", "mismatch", "missing", "unreadable"};
+        const char *word = words[int(f.result)];
+        if (json)
+            std::printf("{\"type\":\"checked\",\"name\":%s,\"result\":\"%s\"}\n", cli::json_string(f.name).c_str(), word);
+        else if (ok)
+            std::printf("%s: OK\n", f.name.c_str());
+        else
+            std::printf("%s: FAILED (%s)\n", f.name.c_str(),
+                        f.result == CheckedFile::Result::Mismatch ? "differs from its checksum"
+                                                                   : f.status.message().c_str());
+    });
+    if (!s) {
+        std::fprintf(stderr, "sanecp: %s\n", s.message().c_str());
+        return 1;
+    }
+    if (failed)
+        std::fprintf(stderr, "sanecp: %zu of %zu files did not match %s\n", failed, files, manifest.c_str());
+    return failed ? 1 : 0;
+}
 
 // sanecp's help in its own words. The one positional takes SOURCE... DEST together: CLI11 before 2.4 lets a
 // vector positional eat the DEST a second positional would need, and 2.4 refuses a name with spaces or dots in
@@ -139,7 +212,13 @@ public:
     }
     std::string make_option_name(const CLI::Option *opt, bool positional) const override
     {
-        return positional ? "SOURCE... DEST" : CLI::Formatter::make_option_name(opt, positional);
+        if (positional)
+            return "SOURCE... DEST";
+        // "--manifest{}" is how a flag with an optional value is declared; it reads "--manifest[=FILE]".
+        std::string name = CLI::Formatter::make_option_name(opt, positional);
+        if (const auto brace = name.find('{'); brace != std::string::npos)
+            name = name.substr(0, brace) + "[=FILE]";
+        return name;
     }
     std::string make_option_opts(const CLI::Option *opt) const override
     {
@@ -160,7 +239,8 @@ int main(int argc, char **argv)
     app.footer("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
                "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
                "the filesystem, a name it can't store, a special file), or the device removed (each is on "
-               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left).");
+               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left). With --check: "
+               "0 every file matches, 1 a mismatch, a missing or unreadable file, or no manifest.");
     std::string probe;
     app.add_option("paths", paths, "Files and folders to copy, then where to")->expected(2, -1);
     app.add_option("--probe", probe,
@@ -178,6 +258,16 @@ int main(int argc, char **argv)
     bool verify = false, rename_invalid = false;
     app.add_flag("--verify", verify,
                  "Read every file back from the device once it is there, and compare XXH3 hashes with the source");
+    std::string manifest, check_path;
+    auto *manifest_opt = app.add_flag("--manifest{}", manifest,
+                                      "Write the SHA-256 of every file copied into a manifest on the destination, "
+                                      "which `sha256sum -c` checks: SHA256SUMS in DEST (beside it when DEST is a "
+                                      "file), or --manifest=FILE. The source is read once; the sums are of its "
+                                      "bytes as copied");
+    app.add_option("--check", check_path,
+                   "Read every file MANIFEST lists back from its device (not from the page cache), compare "
+                   "SHA-256 sums, and exit 1 on any mismatch or missing file; copies nothing")
+        ->type_name("MANIFEST");
     app.add_flag("--rename-invalid", rename_invalid,
                  "Copy names FAT/exFAT refuse (: ? * \" < > | \\, trailing dots or spaces) under a safe name, "
                  "instead of skipping them");
@@ -204,6 +294,13 @@ int main(int argc, char **argv)
         std::printf("%s\n", cli::json_device(info.value()).c_str());
         return 0;
     }
+    if (!check_path.empty()) {
+        if (!paths.empty()) {
+            std::fprintf(stderr, "sanecp: --check takes one manifest and copies nothing\n");
+            return 2;
+        }
+        return check(check_path, json);
+    }
     if (paths.size() < 2) {
         std::fprintf(stderr, "sanecp: give one or more sources, then the destination (see --help)\n");
         return 2;
@@ -214,6 +311,7 @@ int main(int argc, char **argv)
     paths.pop_back();
     spec.sources = std::move(paths);
     spec.verify = verify;
+    spec.hash_sources = manifest_opt->count() > 0;
     spec.rename_invalid = rename_invalid;
     spec.conflict = overwrite         ? ConflictPolicy::Overwrite
                     : skip_existing   ? ConflictPolicy::Skip
@@ -252,8 +350,12 @@ int main(int argc, char **argv)
     }).detach();
 
     const JobSummary summary = job->wait();
+    // Written once the copy ended, whatever copied: its lines are the files that are on the device.
+    const int manifest_failed = spec.hash_sources && !summary.device_removed && !(summary.cancelled && interrupted->load())
+                                    ? write_manifest_for(manifest, spec.destination, printer->hashed())
+                                    : 0;
     printer->finish(summary);
     if (summary.cancelled && interrupted->load())
         return 130;
-    return summary.complete() ? 0 : 1;
+    return summary.complete() && !manifest_failed ? 0 : 1;
 }

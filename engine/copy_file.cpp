@@ -42,6 +42,42 @@ void CopySession::count_durable(uint64_t bytes, ProgressCounters &counters)
 
 const char *const kReadSource = "read source";
 
+Status SourceHash::read_into_hash(int src, uint64_t to, const std::string &path)
+{
+    if (buffer_.empty())
+        buffer_.resize(1 << 20);
+    while (next_ < to) {
+        const std::size_t want = std::size_t(std::min<uint64_t>(buffer_.size(), to - next_));
+        const ssize_t n = sys().pread(src, buffer_.data(), want, off_t(next_));
+        if (n < 0)
+            return Status::source(errno, kReadSource, path);
+        if (n == 0)
+            return Status::source(EIO, kReadSource, path).with_detail("changed size while it was being copied");
+        sha_.update(buffer_.data(), std::size_t(n));
+        next_ += uint64_t(n);
+    }
+    return {};
+}
+
+Status SourceHash::add(int src, uint64_t off, uint64_t len, const char *data, const std::string &path)
+{
+    if (off + len <= next_)
+        return {};
+    if (data && off == next_) {
+        sha_.update(data, std::size_t(len));
+        next_ += len;
+        return {};
+    }
+    return read_into_hash(src, off + len, path);
+}
+
+Result<Sha256Digest> SourceHash::finish(int src, uint64_t size, const std::string &path)
+{
+    if (Status s = read_into_hash(src, size, path); !s)
+        return s;
+    return sha_.finish();
+}
+
 namespace {
 
 uint64_t page_bytes()
@@ -76,6 +112,11 @@ public:
                 return s;
             if (n == 0)
                 break; // end of the source
+            if (session_.hash) {
+                const char *data = last_was_buffered_ ? session_.buffer.data() : nullptr;
+                if (Status s = session_.hash->add(src_, off + moved, n, data, path_); !s)
+                    return s;
+            }
             moved += n;
         }
         return {};
@@ -84,6 +125,7 @@ public:
 private:
     Status move_once(uint64_t off, uint64_t len, uint64_t &n)
     {
+        last_was_buffered_ = false;
         if (session_.route.clone_chain && session_.copy_file_range_works) {
             off_t in = off_t(off), out = off_t(off);
             ssize_t r = sys().copy_file_range(src_, &in, dst_, &out, len);
@@ -141,6 +183,7 @@ private:
         }
         n = size_t(r);
         dst_pos_known_ = false;
+        last_was_buffered_ = true;
         return {};
     }
 
@@ -162,6 +205,7 @@ private:
     const std::string &path_;
     bool dst_pos_known_;        // a fresh destination sits at 0; a resumed one must be positioned
     uint64_t dst_pos_ = 0;
+    bool last_was_buffered_ = false; // the last move went through session_.buffer (read/write)
 };
 
 // Tries a whole-file reflink. True when it worked; a "not here" answer turns cloning off for the job.

@@ -7,6 +7,7 @@
 #include "chunk_controller.h"
 #include "device_probe.h"
 #include "job_control.h"
+#include "manifest.h"
 #include "result.h"
 
 #include <cstdint>
@@ -34,6 +35,23 @@ struct CopyRoute {
 // sendfile in adaptive chunks. tmpfs: no syncing, no eviction.
 CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev);
 
+// The SHA-256 of a source as the copy reads it, for checksum manifests (manifest.h). Fed in order: bytes the
+// copy did not read itself (a clone, a resumed prefix, holes) are read from the source to catch up, and bytes
+// sendfile moved are read back from the page cache it just filled, never from the device a second time.
+class SourceHash {
+public:
+    // Hashes [off, off + len) of |src|, |data| when given (the read/write fallback's buffer), else read from it.
+    Status add(int src, uint64_t off, uint64_t len, const char *data, const std::string &path);
+    // Hashes the rest up to |size| and returns the digest.
+    Result<Sha256Digest> finish(int src, uint64_t size, const std::string &path);
+
+private:
+    Status read_into_hash(int src, uint64_t to, const std::string &path);
+    Sha256 sha_;
+    uint64_t next_ = 0;
+    std::vector<char> buffer_;
+};
+
 // Per job and destination: the mechanisms that turned out not to work (sticky, so a fallback is paid for
 // once), the device-rate estimate and the chunk limits. One thread uses a session at a time.
 struct CopySession {
@@ -53,6 +71,8 @@ struct CopySession {
     // empty: none), which makes what was written so far findable on the device.
     double checkpoint_seconds = 5.0;
     std::function<Status()> checkpoint;
+    // Set per file when a manifest is written: every byte moved is hashed.
+    SourceHash *hash = nullptr;
 
     // Call whenever bytes became durable: feeds the meter and publishes the rate.
     void count_durable(uint64_t bytes, ProgressCounters &counters);

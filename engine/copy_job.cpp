@@ -180,7 +180,8 @@ private:
     // |s| worded for a pulled stick when that is what it is (explain_device_loss).
     Status explain(Status s);
     void report_skip(const std::string &path, const std::string &why, LeftOut reason);
-    void report_done(const std::string &source, std::string target, uint64_t bytes, std::string note = {});
+    void report_done(const std::string &source, std::string target, uint64_t bytes, std::string note = {},
+                     std::optional<Sha256Digest> digest = {});
     void take_back(const AttemptBytes &bytes);
     bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
 
@@ -203,6 +204,8 @@ private:
     Status copy_big(FileTask &task, const UniqueFd &in, const struct stat &st, AttemptBytes &bytes);
     Result<PartFile> resume_or_create(const FileTask &task, int in, const struct stat &st, uint64_t &start);
     Status verify_part(const PartFile &part, int source, uint64_t size);
+    Status finish_hash(SourceHash &hash, int in, uint64_t copied, const std::string &source,
+                       std::optional<Sha256Digest> &digest);
     SmallFileBatch::Hooks batch_hooks();
 
     bool syncs() const { return device_.writeback != WritebackMode::None; }
@@ -284,7 +287,8 @@ void JobRunner::report_skip(const std::string &path, const std::string &why, Lef
     emit(std::move(e));
 }
 
-void JobRunner::report_done(const std::string &source, std::string target, uint64_t bytes, std::string note)
+void JobRunner::report_done(const std::string &source, std::string target, uint64_t bytes, std::string note,
+                            std::optional<Sha256Digest> digest)
 {
     ++summary_.files_copied;
     summary_.bytes += bytes;
@@ -294,6 +298,7 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
     e.target = std::move(target);
     e.bytes = bytes;
     e.message = std::move(note);
+    e.digest = digest;
     emit(std::move(e));
 }
 
@@ -345,7 +350,7 @@ SmallFileBatch::Hooks JobRunner::batch_hooks()
         take_back({f.bytes, f.durable ? f.bytes : 0, 0});
         report_error(std::move(s), f.source);
     };
-    hooks.published = [this](BatchedFile &f) { report_done(f.source, f.target, f.bytes, f.note); };
+    hooks.published = [this](BatchedFile &f) { report_done(f.source, f.target, f.bytes, f.note, f.digest); };
     return hooks;
 }
 
@@ -654,15 +659,21 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
     if (!part.ok())
         return part.status();
     FileCopyResult copied;
+    SourceHash hash;
+    session_.hash = spec_.hash_sources ? &hash : nullptr;
     Status s = copy_small_file_data(in.get(), part->fd(), size, session_, counters_, part->display_path(), copied);
+    session_.hash = nullptr;
     bytes.written = copied.copied;
+    std::optional<Sha256Digest> digest;
+    if (s)
+        s = finish_hash(hash, in.get(), copied.copied, task.source, digest);
     if (s)
         s = part->set_attributes(task.entry.mode, task.entry.mtime);
     if (!s)
         return s; // the part file is removed as |part| goes
     // The batch holds the part's descriptor until its group is durable; the source's only when verify needs it.
     batch_->add({std::move(part.value()), task.source, copied.copied, task.policy,
-                 spec_.verify ? std::move(in) : UniqueFd(), task.note, {}, false});
+                 spec_.verify ? std::move(in) : UniqueFd(), task.note, {}, false, digest});
     return {};
 }
 
@@ -714,9 +725,15 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
     }
     session_.checkpoint = syncs() ? make_checkpoint(pf, device_.data_sync) : std::function<Status()>();
     FileCopyResult copied;
+    SourceHash hash;
+    session_.hash = spec_.hash_sources ? &hash : nullptr;
     Status s = copy_file_data(in.get(), pf.fd(), size, session_, control_, counters_, pf.display_path(), copied, start);
     session_.checkpoint = nullptr;
+    session_.hash = nullptr;
     bytes = {copied.copied, copied.durable, copied.unwritten};
+    std::optional<Sha256Digest> digest;
+    if (s)
+        s = finish_hash(hash, in.get(), copied.copied, task.source, digest);
     if (s)
         s = pf.set_attributes(task.entry.mode, task.entry.mtime);
     if (!s)
@@ -735,7 +752,21 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
     std::string notes = task.note;
     if (start > 0)
         notes = join_notes(notes, "resumed after " + std::to_string(start >> 20) + " MiB already on the device");
-    report_done(task.source, task.dst_display + "/" + final_name, copied.copied, notes);
+    report_done(task.source, task.dst_display + "/" + final_name, copied.copied, notes, digest);
+    return {};
+}
+
+// The digest of what was copied, when the spec asks for one: the parts the copy did not read (a clone, a resumed
+// prefix, holes) are read from the source now.
+Status JobRunner::finish_hash(SourceHash &hash, int in, uint64_t copied, const std::string &source,
+                              std::optional<Sha256Digest> &digest)
+{
+    if (!spec_.hash_sources)
+        return {};
+    Result<Sha256Digest> d = hash.finish(in, copied, source);
+    if (!d.ok())
+        return d.status();
+    digest = d.value();
     return {};
 }
 

@@ -16,11 +16,13 @@
 #include "device_probe.h"
 #include "tree_plan.h"
 #include "job_control.h"
+#include "manifest.h"
 #include "publish.h"
 #include "result.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,9 @@ struct JobSpec {
     double checkpoint_seconds = 5.0;
     // Read every file back from the device after it is durable and compare XXH3 hashes with the source.
     bool verify = false;
+    // Hash every file's source bytes with SHA-256 as they are copied; FileDone events carry the digest, for a
+    // checksum manifest (manifest.h).
+    bool hash_sources = false;
     // Names the target filesystem refuses (FAT/exFAT) are copied under a safe name instead of being left out.
     bool rename_invalid = false;
     // When set, an existing target asks here instead of applying |conflict|.
@@ -59,6 +64,7 @@ struct JobEvent {
     std::string message;  // for Skipped and Error: what the user reads
     Status status;        // for Error: its side, and whether the device was removed
     LeftOut reason = LeftOut::None; // for Skipped
+    std::optional<Sha256Digest> digest; // for FileDone of a file, with JobSpec::hash_sources
     uint64_t bytes = 0;
 };
 

@@ -23,6 +23,7 @@
 
 #include "device_probe.h"
 #include "fd.h"
+#include "manifest.h"
 #include "publish.h"
 #include "result.h"
 
@@ -31,6 +32,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -47,6 +49,7 @@ struct BatchedFile {
     std::string note;       // for its done event
     std::string target;     // where it landed, once renamed
     bool durable = false;   // its data was counted durable
+    std::optional<Sha256Digest> digest; // of its source, when hashed
 };
 
 struct BatchLimits {

@@ -35,7 +35,7 @@ mode=${1:-test}
 # what the tests drive: the KF6 worker through kioclient and Dolphin's menu code, the loop-device sticks, the
 # FUSE FAT/exFAT sticks, the packaging validators, and Dolphin itself under Xvfb for the screenshot.
 packages=(
-    g++ cmake ninja-build pkg-config ccache catch2 libcli11-dev libxxhash-dev libblkid-dev
+    g++ cmake ninja-build pkg-config ccache catch2 libcli11-dev libxxhash-dev libblkid-dev nettle-dev
     qt6-base-dev qt6-svg-plugins fonts-dejavu-core extra-cmake-modules libkf6kio-dev kio6 kde-cli-tools
     python3 util-linux mount e2fsprogs rsync procps dosfstools fusefat exfatprogs exfat-fuse fuse3
     desktop-file-utils appstream dpkg-dev file flatpak-builder

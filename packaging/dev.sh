@@ -26,7 +26,7 @@ fi
 # recommended by qt6-base-dev, yet Qt6's CMake configs fail without it.
 packages=(
     g++ cmake ninja-build pkg-config ccache
-    catch2 libcli11-dev libxxhash-dev libblkid-dev
+    catch2 libcli11-dev libxxhash-dev libblkid-dev nettle-dev
     qt6-base-dev libqt6opengl6-dev fonts-dejavu-core
     extra-cmake-modules libkf5kio-dev kio kde-cli-tools
     # The icon's SVG engine (a Qt plugin); the packaging tests' validators, dpkg-shlibdeps (and the file(1) that

@@ -227,7 +227,8 @@ def case_help(t):
     check(r.returncode == 0, f"--help exit {r.returncode}: {r.stderr!r}")
     check("Usage: sanecp [OPTIONS] SOURCE... DEST" in r.stdout, f"usage line: {r.stdout!r}")
     check("Exit codes:" in r.stdout, "no exit codes in --help")
-    for noise in ("TEXT", "REQUIRED", "Excludes"):
+    check("--manifest[=FILE]" in r.stdout and "--check MANIFEST" in r.stdout, f"manifest options: {r.stdout!r}")
+    for noise in ("TEXT", "REQUIRED", "Excludes", "{}"):
         check(noise not in r.stdout, f"--help shows parser noise {noise!r}: {r.stdout!r}")
     r = run(["--probe", "/"])
     check(r.returncode == 0, f"--probe exit {r.returncode}: {r.stderr!r}")
@@ -303,6 +304,46 @@ def case_odd_names(t):
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
     for i, n in enumerate(names):
         check(open(os.path.join(f"{t}/out/tree", n)).read() == str(i), f"name {n!r}")
+
+
+def case_manifest(t):
+    """--manifest writes a SHA256SUMS that sha256sum -c accepts, awkward names included; --check finds a flipped
+    byte and a missing file and exits 1; --manifest=FILE puts it where asked."""
+    names = ["with space", "new\nline", "back\\slash", b"latin1-\xe9".decode("utf-8", "surrogateescape"), "plain"]
+    os.makedirs(f"{t}/tree/sub")
+    for i, n in enumerate(names):
+        with open(os.path.join(f"{t}/tree/sub", n), "w") as f:
+            f.write(f"file {i}\n")
+    with open(f"{t}/tree/big", "wb") as f:
+        f.write(os.urandom(3 << 20))
+    os.mkdir(f"{t}/out")
+    r = run(["--manifest", f"{t}/tree", f"{t}/out"])
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    manifest = f"{t}/out/SHA256SUMS"
+    check(os.path.isfile(manifest), f"no manifest; stderr {r.stderr!r}")
+    ok = subprocess.run(["sha256sum", "--quiet", "-c", "SHA256SUMS"], cwd=f"{t}/out", capture_output=True)
+    check(ok.returncode == 0, f"sha256sum -c: {ok.stdout!r} {ok.stderr!r}")
+    lines = open(manifest, "rb").read().count(b"\n")
+    check(lines == len(names) + 1, f"{lines} lines for {len(names) + 1} files")
+    r = run(["--check", manifest])
+    check(r.returncode == 0 and r.stdout.count(": OK") == len(names) + 1, f"--check: {r.returncode} {r.stdout!r}")
+    # One flipped byte, one file gone.
+    with open(f"{t}/out/tree/big", "r+b") as f:
+        f.seek(1 << 20)
+        b = f.read(1)
+        f.seek(1 << 20)
+        f.write(bytes([b[0] ^ 1]))
+    os.unlink(os.path.join(f"{t}/out/tree/sub", "plain"))
+    r = run(["--check", manifest])
+    check(r.returncode == 1, f"--check after damage: exit {r.returncode}")
+    check("tree/big: FAILED" in r.stdout and "tree/sub/plain: FAILED" in r.stdout, f"--check said {r.stdout!r}")
+    check("2 of" in r.stderr, f"stderr {r.stderr!r}")
+    check(run(["--check", manifest, f"{t}/out"]).returncode == 2, "--check with paths is a usage error")
+    # A file given: the names are relative to its folder.
+    os.mkdir(f"{t}/out2")
+    r = run([f"--manifest={t}/out2/sums.txt", f"{t}/tree/big", f"{t}/out2"])
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    check(open(f"{t}/out2/sums.txt").read().endswith("  big\n"), open(f"{t}/out2/sums.txt").read())
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

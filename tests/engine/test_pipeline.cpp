@@ -305,7 +305,7 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
             auto part = PartFile::create(dir, t.path(), name, 0644);
             REQUIRE(part.ok());
             REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-            batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false});
+            batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}});
         }
         batch.flush();
         CHECK(batch.empty());
