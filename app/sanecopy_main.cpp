@@ -23,9 +23,10 @@ int main(int argc, char **argv)
         args << QByteArray(argv[i]);
     const SaneCopy::CommandLine cmd = SaneCopy::parseCommandLine(args, QFile::encodeName(QDir::currentPath()));
     if (cmd.help) {
-        std::printf("Usage: sanecopy [--to DEST] [FILE...]\n"
+        std::printf("Usage: sanecopy [--move] [--to DEST] [FILE...]\n"
                     "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
                     "  --to DEST   start copying FILEs into DEST at once\n"
+                    "  --move      move instead: each source goes once its copy is on the device\n"
                     "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n");
         return 0;
     }

@@ -11,12 +11,10 @@
 
 #include <atomic>
 #include <csignal>
-#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
 #include <pthread.h>
-#include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <thread>
 #include <unistd.h>
@@ -37,7 +35,7 @@ int terminal_width()
 // thread: one mutex keeps their lines whole.
 class Printer : public JobObserver {
 public:
-    Printer(bool json, bool tty) : json_(json), tty_(tty) {}
+    Printer(bool json, bool tty, bool move) : json_(json), tty_(tty), move_(move) {}
 
     void on_progress(const ProgressSnapshot &s) override
     {
@@ -65,8 +63,6 @@ public:
             std::fputs((cli::json_event(e) + "\n").c_str(), stdout);
             std::fflush(stdout);
         }
-        if (e.kind == JobEvent::Kind::FileDone && e.digest)
-            hashed_.push_back({e.target, *e.digest});
         if (e.kind == JobEvent::Kind::FileDone && !e.message.empty()) {
             clear_bar();
             std::fprintf(stderr, "sanecp: %s: %s\n", e.path.c_str(), e.message.c_str());
@@ -95,6 +91,9 @@ public:
             return;
         }
         clear_bar();
+        if (move_ && !summary.complete() && !summary.cancelled)
+            std::fprintf(stderr, "sanecp: the sources of the files named above are still where they were; every "
+                                 "file has a complete copy on one side or the other.\n");
         if (summary.device_removed) {
             // Said on any output: a script's log is read after a pulled stick too.
             std::fprintf(stderr, "sanecp: the device was removed before the copy finished. Files reported done "
@@ -109,18 +108,11 @@ public:
         } else if (summary.files_copied > 0 || summary.ok()) {
             const double rate = summary.seconds > 0 ? double(summary.bytes) / summary.seconds : 0;
             std::printf("%s %s in %llu file%s, %s/s. It is on the device%s.\n",
-                        summary.complete() ? "Done:" : "Partly done:",
+                        summary.complete() ? (move_ ? "Moved:" : "Done:") : "Partly done:",
                         cli::human_bytes(double(summary.bytes)).c_str(),
                         static_cast<unsigned long long>(summary.files_copied), summary.files_copied == 1 ? "" : "s",
                         cli::human_bytes(rate).c_str(), summary.complete() ? ": safe to unplug" : "");
         }
-    }
-
-    // (target, digest) of every file copied, for the manifest. Call after the job ended.
-    std::vector<std::pair<std::string, Sha256Digest>> hashed()
-    {
-        std::lock_guard lock(mutex_);
-        return hashed_;
     }
 
 private:
@@ -133,43 +125,12 @@ private:
         }
     }
 
-    const bool json_, tty_;
+    const bool json_, tty_, move_;
     std::mutex mutex_;
     ProgressSnapshot last_;
     bool bar_shown_ = false;
     bool quiet_bar_ = false;
-    std::vector<std::pair<std::string, Sha256Digest>> hashed_;
 };
-
-std::string absolute_normal(const std::string &path)
-{
-    return std::filesystem::absolute(path).lexically_normal().string();
-}
-
-// --manifest[=FILE]: SHA256SUMS in DEST when DEST is a folder now (copied into, or created as a copy of one),
-// else beside DEST; a FILE given is taken as it is. The names are relative to the manifest's folder.
-int write_manifest_for(const std::string &given, const std::string &dest,
-                       const std::vector<std::pair<std::string, Sha256Digest>> &hashed)
-{
-    std::string path = given;
-    if (path.empty()) {
-        struct stat st {};
-        const bool dest_dir = ::stat(dest.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-        path = dest_dir ? dest + "/SHA256SUMS" : split_path(strip_trailing_slashes(dest)).first + "/SHA256SUMS";
-    }
-    path = absolute_normal(path);
-    const std::string dir = split_path(path).first;
-    std::vector<ManifestEntry> entries;
-    for (const auto &[target, digest] : hashed)
-        entries.push_back({manifest_name(dir, absolute_normal(target)), digest});
-    if (Status s = write_manifest(path, entries); !s) {
-        std::fprintf(stderr, "sanecp: the manifest was not written: %s\n", s.message().c_str());
-        return 1;
-    }
-    std::fprintf(stderr, "sanecp: %zu checksum%s in %s (check with: cd %s && sha256sum -c %s)\n", entries.size(),
-                 entries.size() == 1 ? "" : "s", path.c_str(), dir.c_str(), split_path(path).second.c_str());
-    return 0;
-}
 
 // sanecp --check MANIFEST: every file read back from its device and its SHA-256 compared.
 int check(const std::string &manifest, bool json)
@@ -255,7 +216,11 @@ int main(int argc, char **argv)
                            "Copy next to existing files as \"name (1).ext\"");
     o->excludes(s)->excludes(r);
     s->excludes(r);
-    bool verify = false, rename_invalid = false;
+    bool verify = false, rename_invalid = false, move = false;
+    app.add_flag("--move", move,
+                 "Move: each source file is removed once its copy is on the device (and verified, with --verify), "
+                 "each source folder once it is empty; on the same filesystem, one rename. Never leaves a file "
+                 "without a complete copy; a source that was not copied stays where it is");
     app.add_flag("--verify", verify,
                  "Read every file back from the device once it is there, and compare XXH3 hashes with the source");
     std::string manifest, check_path;
@@ -311,7 +276,9 @@ int main(int argc, char **argv)
     paths.pop_back();
     spec.sources = std::move(paths);
     spec.verify = verify;
-    spec.hash_sources = manifest_opt->count() > 0;
+    spec.manifest = manifest_opt->count() > 0;
+    spec.manifest_path = manifest;
+    spec.move = move;
     spec.rename_invalid = rename_invalid;
     spec.conflict = overwrite         ? ConflictPolicy::Overwrite
                     : skip_existing   ? ConflictPolicy::Skip
@@ -329,7 +296,7 @@ int main(int argc, char **argv)
 
     raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
     const bool tty = ::isatty(STDOUT_FILENO);
-    auto printer = std::make_shared<Printer>(json, tty);
+    auto printer = std::make_shared<Printer>(json, tty, move);
     JobQueue queue;
     auto job = queue.submit(spec, printer);
 
@@ -350,12 +317,14 @@ int main(int argc, char **argv)
     }).detach();
 
     const JobSummary summary = job->wait();
-    // Written once the copy ended, whatever copied: its lines are the files that are on the device.
-    const int manifest_failed = spec.hash_sources && !summary.device_removed && !(summary.cancelled && interrupted->load())
-                                    ? write_manifest_for(manifest, spec.destination, printer->hashed())
-                                    : 0;
+    if (!summary.manifest_path.empty()) {
+        const auto [dir, name] = split_path(summary.manifest_path);
+        std::fprintf(stderr, "sanecp: %llu checksum%s in %s (check with: cd %s && sha256sum -c %s)\n",
+                     static_cast<unsigned long long>(summary.manifest_files), summary.manifest_files == 1 ? "" : "s",
+                     summary.manifest_path.c_str(), dir.c_str(), name.c_str());
+    }
     printer->finish(summary);
     if (summary.cancelled && interrupted->load())
         return 130;
-    return summary.complete() && !manifest_failed ? 0 : 1;
+    return summary.complete() ? 0 : 1;
 }

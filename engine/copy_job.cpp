@@ -145,6 +145,7 @@ struct ItemWalk {
     DirCache dst;
     std::vector<FinishedDir> dirs;       // created here, their attributes set once they are full
     std::optional<std::string> failed_dir; // could not be created: what it holds is passed over
+    std::vector<std::string> moved_dirs; // a move's source folders (below the source's folder), pre-order
 };
 
 // One regular file on its way from its source folder to its target folder.
@@ -195,6 +196,12 @@ private:
     void copy_symlink(const FileTask &where);
     void finish_dirs(ItemWalk &walk);
 
+    // Safe Move.
+    bool move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root);
+    void remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source);
+    void remove_moved_dirs(ItemWalk &walk);
+    bool already_there(const FileTask &task, const ExistingTarget &existing);
+
     // Files.
     bool settle_conflict(FileTask &task);
     void copy_file_with_retries(FileTask &task);
@@ -209,6 +216,8 @@ private:
     SmallFileBatch::Hooks batch_hooks();
 
     bool syncs() const { return device_.writeback != WritebackMode::None; }
+    bool hashes() const { return spec_.hash_sources || spec_.manifest; }
+    void write_job_manifest_now();
     bool folds_case() const { return device_.limits.forbids_fat_chars; } // FAT, exFAT, NTFS
     // The destination path for a source path below the item: each component made storable when the spec
     // asks for safe names, so a renamed folder's contents follow it.
@@ -235,6 +244,7 @@ private:
     // filesystem ignores case: a file there needs no look at its target name.
     std::set<std::string> fresh_dirs_;
     std::set<std::string> fresh_names_;
+    std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
 };
 
 JobRunner::JobRunner(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
@@ -299,6 +309,8 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
     e.bytes = bytes;
     e.message = std::move(note);
     e.digest = digest;
+    if (spec_.manifest && digest)
+        hashed_.emplace_back(e.target, *digest);
     emit(std::move(e));
 }
 
@@ -350,7 +362,11 @@ SmallFileBatch::Hooks JobRunner::batch_hooks()
         take_back({f.bytes, f.durable ? f.bytes : 0, 0});
         report_error(std::move(s), f.source);
     };
-    hooks.published = [this](BatchedFile &f) { report_done(f.source, f.target, f.bytes, f.note, f.digest); };
+    hooks.published = [this](BatchedFile &f) {
+        if (spec_.move)
+            remove_source(f.source_dir, f.source_name, f.source);
+        report_done(f.source, f.target, f.bytes, f.note, f.digest);
+    };
     return hooks;
 }
 
@@ -405,6 +421,8 @@ void JobRunner::finish()
         batch_->discard(); // unpublished part files are removed; renamed ones still reported
     else
         batch_->flush();
+    if (spec_.manifest && !hashed_.empty() && !control_.cancel_requested() && !stopped_by_answer_ && !device_removed_)
+        write_job_manifest_now();
     if (syncs() && any_dest_dir_ && !device_removed_) {
         // Metadata of everything this job touched (folders, times, the journal) reaches the device too, so
         // "done" and "cancelled" both mean there is nothing left to write.
@@ -414,6 +432,18 @@ void JobRunner::finish()
     summary_.cancelled = control_.cancel_requested() || stopped_by_answer_;
     summary_.aborted = aborted_;
     summary_.device_removed = device_removed_;
+}
+
+// The manifest, through the publish pipeline like any file: durable before the job says it is done.
+void JobRunner::write_job_manifest_now()
+{
+    const std::string path = spec_.manifest_path.empty() ? default_manifest_path(spec_.destination) : spec_.manifest_path;
+    if (Status s = write_job_manifest(path, hashed_); !s) {
+        report_error(std::move(s), path);
+        return;
+    }
+    summary_.manifest_path = path;
+    summary_.manifest_files = hashed_.size();
 }
 
 void JobRunner::wait_if_paused()
@@ -446,9 +476,11 @@ void JobRunner::run_item(const ItemPlan &plan)
     struct stat root_st {};
     sys().fstatat(src_root->get(), item.source_name.c_str(), &root_st, AT_SYMLINK_NOFOLLOW);
     session_.route = choose_route(device_, root_st.st_dev);
+    if (spec_.move && root_st.st_dev == device_.st_dev && move_by_rename(plan, src_root, dst_root))
+        return;
 
     ItemWalk walk{plan, DirCache(src_root, item.source_dir, Side::Source),
-                  DirCache(dst_root, item.target_dir, Side::Destination), {}, {}};
+                  DirCache(dst_root, item.target_dir, Side::Destination), {}, {}, {}};
     for (const PlanEntry &entry : plan.entries) {
         wait_if_paused();
         if (stopping())
@@ -461,6 +493,8 @@ void JobRunner::run_item(const ItemPlan &plan)
         batch_->flush();
     if (!stopping())
         finish_dirs(walk);
+    if (!stopping() && spec_.move)
+        remove_moved_dirs(walk);
 }
 
 void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
@@ -495,6 +529,8 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
     case EntryKind::Special:
         return; // reported through skip_reason
     case EntryKind::Directory:
+        if (spec_.move)
+            walk.moved_dirs.push_back(join(item.source_name, entry.rel));
         return copy_directory(walk, entry, task, dst_rel);
     case EntryKind::Symlink:
         return copy_symlink(task);
@@ -548,6 +584,8 @@ void JobRunner::copy_symlink(const FileTask &where)
                                    d.policy, &final_name);
         !s)
         return report_error(std::move(s), where.source);
+    if (spec_.move)
+        remove_source(where.src_dir, where.src_name, where.source);
     report_done(where.source, where.dst_display + "/" + final_name, 0, where.note);
 }
 
@@ -563,6 +601,12 @@ bool JobRunner::settle_conflict(FileTask &task)
     if (!task.target_free &&
         sys().fstatat(task.dst_dir->get(), task.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
         existing = {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
+    if (spec_.move && already_there(task, existing)) {
+        remove_source(task.src_dir, task.src_name, task.source);
+        report_done(task.source, task.dst_display + "/" + task.dst_name, task.entry.size,
+                    "already on the device with the same bytes; the source was removed");
+        return false;
+    }
     std::optional<ConflictAnswer> answer;
     if (existing.exists && spec_.ask_conflict) {
         ConflictQuestion q{task.source, task.dst_display + "/" + task.dst_name, task.entry.size, existing.size,
@@ -660,7 +704,7 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
         return part.status();
     FileCopyResult copied;
     SourceHash hash;
-    session_.hash = spec_.hash_sources ? &hash : nullptr;
+    session_.hash = hashes() ? &hash : nullptr;
     Status s = copy_small_file_data(in.get(), part->fd(), size, session_, counters_, part->display_path(), copied);
     session_.hash = nullptr;
     bytes.written = copied.copied;
@@ -673,7 +717,8 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
         return s; // the part file is removed as |part| goes
     // The batch holds the part's descriptor until its group is durable; the source's only when verify needs it.
     batch_->add({std::move(part.value()), task.source, copied.copied, task.policy,
-                 spec_.verify ? std::move(in) : UniqueFd(), task.note, {}, false, digest});
+                 spec_.verify ? std::move(in) : UniqueFd(), task.note, {}, false, digest, task.src_dir,
+                 task.src_name});
     return {};
 }
 
@@ -726,7 +771,7 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
     session_.checkpoint = syncs() ? make_checkpoint(pf, device_.data_sync) : std::function<Status()>();
     FileCopyResult copied;
     SourceHash hash;
-    session_.hash = spec_.hash_sources ? &hash : nullptr;
+    session_.hash = hashes() ? &hash : nullptr;
     Status s = copy_file_data(in.get(), pf.fd(), size, session_, control_, counters_, pf.display_path(), copied, start);
     session_.checkpoint = nullptr;
     session_.hash = nullptr;
@@ -752,6 +797,8 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
     std::string notes = task.note;
     if (start > 0)
         notes = join_notes(notes, "resumed after " + std::to_string(start >> 20) + " MiB already on the device");
+    if (spec_.move)
+        remove_source(task.src_dir, task.src_name, task.source);
     report_done(task.source, task.dst_display + "/" + final_name, copied.copied, notes, digest);
     return {};
 }
@@ -761,7 +808,7 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
 Status JobRunner::finish_hash(SourceHash &hash, int in, uint64_t copied, const std::string &source,
                               std::optional<Sha256Digest> &digest)
 {
-    if (!spec_.hash_sources)
+    if (!hashes())
         return {};
     Result<Sha256Digest> d = hash.finish(in, copied, source);
     if (!d.ok())
@@ -801,6 +848,77 @@ void JobRunner::finish_dirs(ItemWalk &walk)
                 sync_directory(parent->get(), display).ignore();
         }
     }
+}
+
+// On the destination's own filesystem, an item whose target name is free moves by one rename, which is atomic:
+// there is never a moment without a complete copy. False: it is copied and removed instead (another filesystem,
+// a taken name, a manifest that needs the bytes read).
+bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root)
+{
+    const CopyItem &item = plan.item;
+    if (hashes() || !syncs() ||
+        sys().renameat2(src_root->get(), item.source_name.c_str(), dst_root->get(), target_rel(item.target_name).c_str(),
+                        RENAME_NOREPLACE) < 0)
+        return false;
+    // Both folders' entries on the device: the new name, and the old one gone.
+    Status s = sync_directory(dst_root->get(), item.target_dir);
+    if (s)
+        s = sync_directory(src_root->get(), item.source_dir);
+    if (!s)
+        report_error(std::move(s), item.source);
+    uint64_t bytes = 0, files = 0;
+    for (const PlanEntry &e : plan.entries) {
+        bytes += e.kind == EntryKind::File ? e.size : 0;
+        files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
+    }
+    counters_.written_bytes.fetch_add(bytes);
+    counters_.durable_bytes.fetch_add(bytes);
+    counters_.unwritten_bytes.fetch_add(bytes); // nothing moved through the device
+    counters_.files_done.fetch_add(files > 0 ? files - 1 : 0);
+    summary_.files_copied += files > 0 ? files - 1 : 0; // report_done counts the last one
+    report_done(item.source, item.target_dir + "/" + target_rel(item.target_name), bytes,
+                "moved by renaming it on the same filesystem");
+    return true;
+}
+
+// The source of a moved file, once its copy is durable under its real name.
+void JobRunner::remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source)
+{
+    if (sys().unlinkat(dir->get(), name.c_str(), 0) < 0 && errno != ENOENT)
+        report_error(Status::source(errno, "remove source", source)
+                         .with_detail("was copied, but could not be removed from the source: " +
+                                      std::error_code(errno, std::generic_category()).message()),
+                     source);
+}
+
+// A move's source folders, deepest first, once everything moved out of them is on the device. A folder that
+// still holds something (a file that failed or was left out) stays, with it.
+void JobRunner::remove_moved_dirs(ItemWalk &walk)
+{
+    for (auto it = walk.moved_dirs.rbegin(); it != walk.moved_dirs.rend(); ++it) {
+        Status error;
+        const auto [parent_rel, name] = split_rel(*it);
+        SharedDirFd parent = walk.src.get(parent_rel, error);
+        if (!parent)
+            continue;
+        if (sys().unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST &&
+            errno != ENOENT)
+            report_error(Status::source(errno, "remove source folder", join(walk.src.display(), *it)),
+                         join(walk.src.display(), *it));
+    }
+}
+
+// A move interrupted after publishing a file and before removing its source leaves both: the same size and the
+// same bytes at the target mean it is there already.
+bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existing)
+{
+    if (!existing.exists || existing.is_dir || existing.size != task.entry.size)
+        return false;
+    auto open_at = [](const SharedDirFd &dir, const std::string &name) {
+        return UniqueFd(sys().openat(dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0));
+    };
+    UniqueFd a = open_at(task.src_dir, task.src_name), b = open_at(task.dst_dir, task.dst_name);
+    return a && b && same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict);
 }
 
 // What each entry will meet on the destination's filesystem: a name it refuses, a size it can't store.

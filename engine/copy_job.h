@@ -45,9 +45,18 @@ struct JobSpec {
     double checkpoint_seconds = 5.0;
     // Read every file back from the device after it is durable and compare XXH3 hashes with the source.
     bool verify = false;
-    // Hash every file's source bytes with SHA-256 as they are copied; FileDone events carry the digest, for a
-    // checksum manifest (manifest.h).
+    // Safe Move: a source file is removed only once its copy is durable under its real name (and verified, with
+    // |verify|); a source folder once everything in it has gone. A target that already holds the same bytes (a
+    // move interrupted between publishing and removing) counts as moved. On the destination's own filesystem
+    // an item whose target name is free is moved by one rename.
+    bool move = false;
+    // Hash every file's source bytes with SHA-256 as they are copied; FileDone events carry the digest.
     bool hash_sources = false;
+    // Write a checksum manifest of the files copied (manifest.h) when the copy ends, unless it was cancelled or
+    // the device went away: at |manifest_path|, or when that is empty at default_manifest_path(destination).
+    // Implies hash_sources.
+    bool manifest = false;
+    std::string manifest_path;
     // Names the target filesystem refuses (FAT/exFAT) are copied under a safe name instead of being left out.
     bool rename_invalid = false;
     // When set, an existing target asks here instead of applying |conflict|.
@@ -81,6 +90,8 @@ struct JobSummary {
     // conflict policy asked for (--skip-existing) are not counted: they are what the user wanted.
     uint64_t files_refused = 0;
     double seconds = 0;
+    std::string manifest_path;   // where the manifest was written, when it was
+    uint64_t manifest_files = 0; // how many files this job put in it
     bool ok() const { return errors == 0 && !cancelled && !aborted; }
     // Everything requested is on the device, or was left alone on purpose.
     bool complete() const { return ok() && files_refused == 0; }

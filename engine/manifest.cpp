@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <fcntl.h>
+#include <filesystem>
 #include <map>
 #include <nettle/sha2.h>
+#include <sys/stat.h>
 #include <vector>
 
 namespace sanecopy {
@@ -212,6 +214,32 @@ Status write_manifest(const std::string &manifest_path, const std::vector<Manife
     if (Status s = writer->write(text.data(), text.size()); !s)
         return s;
     return writer->finish();
+}
+
+namespace {
+std::string absolute_normal(const std::string &path)
+{
+    return std::filesystem::absolute(path).lexically_normal().string();
+}
+} // namespace
+
+std::string default_manifest_path(const std::string &destination)
+{
+    struct stat st {};
+    const bool is_dir = sys().fstatat(AT_FDCWD, destination.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode);
+    const std::string dir = is_dir ? destination : split_path(strip_trailing_slashes(destination)).first;
+    return absolute_normal(dir + "/SHA256SUMS");
+}
+
+Status write_job_manifest(const std::string &manifest_path,
+                          const std::vector<std::pair<std::string, Sha256Digest>> &files)
+{
+    const std::string path = absolute_normal(manifest_path);
+    const std::string dir = split_path(path).first;
+    std::vector<ManifestEntry> entries;
+    for (const auto &[target, digest] : files)
+        entries.push_back({manifest_name(dir, absolute_normal(target)), digest});
+    return write_manifest(path, entries);
 }
 
 namespace {

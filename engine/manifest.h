@@ -72,6 +72,15 @@ std::string manifest_name(const std::string &manifest_dir, const std::string &pa
 // kept, so copying onto the same stick twice leaves one manifest of both. Sorted by name.
 Status write_manifest(const std::string &manifest_path, const std::vector<ManifestEntry> &entries);
 
+// Where a job's manifest goes when no file is named: SHA256SUMS in |destination| when that is a folder now
+// (copied into, or created as a copy of one), else beside it. Absolute and normalised.
+std::string default_manifest_path(const std::string &destination);
+
+// The manifest of what a job copied: (target path, digest) of each file, named relative to the manifest's folder
+// (write_manifest). |manifest_path| may be relative.
+Status write_job_manifest(const std::string &manifest_path,
+                          const std::vector<std::pair<std::string, Sha256Digest>> &files);
+
 struct CheckedFile {
     enum class Result { Ok, Mismatch, Missing, Unreadable };
     std::string name;   // as the manifest names it

@@ -50,6 +50,8 @@ struct BatchedFile {
     std::string target;     // where it landed, once renamed
     bool durable = false;   // its data was counted durable
     std::optional<Sha256Digest> digest; // of its source, when hashed
+    SharedDirFd source_dir;  // the source's folder and name, for a move to remove it once published
+    std::string source_name;
 };
 
 struct BatchLimits {

@@ -86,6 +86,27 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path,
     return {};
 }
 
+bool same_bytes(int a, int b, uint64_t size, bool evict)
+{
+    if (evict)
+        drop_written_pages(b);
+    SourceCache a_cache(a, size, evict);
+    constexpr size_t kBlock = 1 << 20;
+    std::vector<char> x(kBlock), y(kBlock);
+    bool same = true;
+    for (uint64_t off = 0; same && off < size;) {
+        const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
+        same = read_full(a, x.data(), want, off) == ssize_t(want) && read_full(b, y.data(), want, off) == ssize_t(want) &&
+               std::memcmp(x.data(), y.data(), want) == 0;
+        off += want;
+        a_cache.release_until(off);
+        if (evict)
+            drop_read_pages(b, off - want, want);
+    }
+    a_cache.release_all();
+    return same;
+}
+
 uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &raw_limits)
 {
     const ChunkLimits limits = raw_limits.checked();

@@ -22,6 +22,11 @@ namespace sanecopy {
 Status verify_copy(int source, int copy, uint64_t size, const std::string &display_path, bool evict = true,
                    const JobControl *control = nullptr);
 
+// Whether |a| and |b| hold the same |size| bytes (and no more than that is compared). With |evict|, |b|'s cached
+// pages are dropped first, so it is read from its device, and what the comparison read on either side is
+// dropped again.
+bool same_bytes(int a, int b, uint64_t size, bool evict);
+
 // Where an interrupted copy can go on: the length of the part file's prefix whose last window of
 // |limits.max_in_flight| (what may have been lost in flight) matches the source, rounded down to
 // |limits.align|; 0 when nothing usable is there (a different source, a torn tail). Pure over the seam's reads;

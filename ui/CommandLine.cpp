@@ -15,6 +15,8 @@ CommandLine parseCommandLine(const QList<QByteArray> &arguments, const QByteArra
             options = false;
         } else if (options && (arg == "--help" || arg == "-h")) {
             result.help = true;
+        } else if (options && arg == "--move") {
+            result.move = true;
         } else if (options && (arg == "--to" || arg == "-t")) {
             if (i + 1 >= arguments.size()) {
                 result.error = QStringLiteral("--to needs a destination folder");

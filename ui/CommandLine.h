@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// sanecopy [--to DEST] [FILE...]
+// sanecopy [--move] [--to DEST] [FILE...]
 //   files, no --to: the window opens with them queued and asks where to copy them (Dolphin's "Safe Copy To…");
 //   --to DEST:       copying starts at once;
 //   nothing:         an empty window waits for a drop.
+//   --move:          Move is chosen (Safe Move: sources go once their copies are on the device).
 // Arguments are taken as the bytes the process got (see Paths.h), not as text.
 #pragma once
 
@@ -18,6 +19,7 @@ struct CommandLine {
     QByteArray destination; // empty: ask
     QString error;          // set when the arguments can't be used; the app prints it and exits with 2
     bool help = false;
+    bool move = false;
     bool startNow() const { return !files.isEmpty() && !destination.isEmpty(); }
 };
 

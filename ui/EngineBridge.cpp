@@ -148,6 +148,8 @@ quint64 EngineBridge::submit(const Options &options)
     spec.conflict = sanecopy::ConflictPolicy(options.conflict);
     spec.verify = options.verify;
     spec.rename_invalid = options.renameInvalid;
+    spec.move = options.move;
+    spec.manifest = options.manifest;
 
     // The job's id is known only after submit; the callbacks read it from here.
     auto jobIdBox = std::make_shared<std::atomic<quint64>>(0);

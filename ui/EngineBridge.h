@@ -50,6 +50,8 @@ public:
         bool askOnError = true;
         bool verify = false;        // read each file back from the device and compare hashes
         bool renameInvalid = false; // copy names the target refuses under a safe name
+        bool move = false;          // Safe Move: sources removed once their copies are on the device
+        bool manifest = false;      // SHA256SUMS on the destination
     };
 
     explicit EngineBridge(QObject *parent = nullptr, double tickSeconds = 0.2);

@@ -76,6 +76,12 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     whatLayout->addLayout(toRow);
     verify_ = new QCheckBox(tr("&Verify: read every file back from the device and compare it with the source"), what);
     whatLayout->addWidget(verify_);
+    move_ = new QCheckBox(tr("&Move: remove each source once its copy is safely on the device"), what);
+    move_->setToolTip(tr("A source is removed only after its copy is on the device (and verified, when Verify is "
+                         "on). Whatever could not be copied stays where it is."));
+    whatLayout->addWidget(move_);
+    manifest_ = new QCheckBox(tr("Write c&hecksums (SHA256SUMS) that sha256sum -c can check later"), what);
+    whatLayout->addWidget(manifest_);
     hint_ = new QLabel(what);
     hint_->setWordWrap(true);
     whatLayout->addWidget(hint_);
@@ -155,6 +161,8 @@ MainWindow::~MainWindow() = default;
 void MainWindow::applyCommandLine(const CommandLine &cmd)
 {
     sources_->addSources(cmd.files);
+    if (cmd.move)
+        move_->setChecked(true);
     if (!cmd.destination.isEmpty())
         destination_->setDestination(QFile::decodeName(cmd.destination));
     if (cmd.startNow())
@@ -203,7 +211,7 @@ void MainWindow::startCopy()
         return;
     }
     const quint64 id = nextPlan_++;
-    planning_.insert(id, {sources, destination, verify_->isChecked(), false});
+    planning_.insert(id, {sources, destination, verify_->isChecked(), false, move_->isChecked(), manifest_->isChecked()});
     copy_->setEnabled(false);
     hint_->setText(tr("Checking the destination…"));
     bridge_->planAsync(id, sources, destination);
@@ -256,6 +264,8 @@ void MainWindow::queueCopy(const PendingCopy &copy, const QString &mountPoint, c
     options.destination = copy.destination;
     options.verify = copy.verify;
     options.renameInvalid = copy.renameInvalid;
+    options.move = copy.move;
+    options.manifest = copy.manifest;
     const quint64 jobId = bridge_->submit(options);
     const QString what = copy.sources.size() == 1 ? QFileInfo(displayPath(copy.sources.first())).fileName()
                                                   : tr("%1 items").arg(copy.sources.size());

@@ -46,6 +46,8 @@ public:
     QLabel *hint() const { return hint_; }
     QPushButton *copyButton() const { return copy_; }
     QCheckBox *verifyBox() const { return verify_; }
+    QCheckBox *moveBox() const { return move_; }
+    QCheckBox *manifestBox() const { return manifest_; }
 
 public Q_SLOTS:
     // Plans a copy of the current sources to the current destination, shows problems, then queues it.
@@ -62,6 +64,8 @@ private:
         QByteArray destination;
         bool verify = false;
         bool renameInvalid = false;
+        bool move = false;
+        bool manifest = false;
     };
     void onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
                    const QString &mountPoint, const QString &blockDevice, bool removable, int badNames);
@@ -78,6 +82,8 @@ private:
     DestinationPicker *destination_;
     QPushButton *copy_;
     QCheckBox *verify_;
+    QCheckBox *move_;
+    QCheckBox *manifest_;
     QLabel *hint_;
     QueueView *queue_;
     TimeSeriesChart *throughput_;

@@ -305,7 +305,7 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
             auto part = PartFile::create(dir, t.path(), name, 0644);
             REQUIRE(part.ok());
             REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-            batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}});
+            batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}});
         }
         batch.flush();
         CHECK(batch.empty());
@@ -317,4 +317,82 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
     const bool all_here =
         std::all_of(fs.syncers.begin(), fs.syncers.end(), [](auto id) { return id == std::this_thread::get_id(); });
     CHECK(all_here == (mode == GroupSync::Inline));
+}
+
+TEST_CASE("move: on the same filesystem, one rename")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 5);
+    mkdir_p(t / "out");
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.move = true;
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.complete());
+    CHECK(run.summary.files_copied == 5);
+    CHECK_FALSE(exists(t / "tree"));
+    CHECK(exists(t / "out/tree/f4"));
+    CHECK(fs.moved.load() == 0); // not a byte went through a copy
+    CHECK(run.counters->durable_bytes.load() == run.counters->total_bytes.load());
+}
+
+TEST_CASE("move: sources go once their copies are published, and what failed stays with its folder")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 6);
+    mkdir_p(t / "tree/sub");
+    write_pattern_file(t / "tree/sub/big", 3 * MiB, 7);
+    write_pattern_file(t / "tree/sub/bad", 2000, 8);
+    REQUIRE(::symlink("f0", (t / "tree/link").c_str()) == 0);
+    mkdir_p(t / "out");
+    struct Refuse : FaultSyscalls {
+        int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
+        {
+            if (std::string(path) == ".bad.part") {
+                errno = EACCES; // this one file can't be created at the destination
+                return -1;
+            }
+            return FaultSyscalls::raw_openat(dirfd, path, flags, mode);
+        }
+    } fs;
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.move = true;
+    spec.hash_sources = true; // needs the bytes read, so this is a copy and a removal, not a rename
+    JobRun run = run_job(spec);
+    CHECK(run.summary.errors == 1);
+    CHECK(run.summary.files_copied == 8); // six small files, the big one, the link
+    for (int i = 0; i < 6; ++i) {
+        CHECK_FALSE(exists(t / ("tree/f" + std::to_string(i))));
+        CHECK(exists(t / ("out/tree/f" + std::to_string(i))));
+    }
+    CHECK_FALSE(exists(t / "tree/sub/big"));
+    CHECK(file_size(t / "out/tree/sub/big") == 3 * MiB);
+    CHECK_FALSE(exists(t / "tree/link"));
+    // The file that failed is still at the source, and so are the folders holding it.
+    CHECK(exists(t / "tree/sub/bad"));
+    CHECK_FALSE(exists(t / "out/tree/sub/bad"));
+    CHECK(part_files(t / "out/tree/sub").empty());
+}
+
+TEST_CASE("move: a target with the same bytes counts as moved, different bytes are refused and the source kept")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 2);
+    mkdir_p(t / "out");
+    mkdir_p(t / "out/tree");
+    // A move killed after publishing f0 and before removing its source; f1's target is another file.
+    write_pattern_file(t / "out/tree/f0", 3000, 1); // make_small_tree's f0, byte for byte
+    write_text_file(t / "out/tree/f1", "something else");
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.move = true;
+    spec.hash_sources = true;
+    JobRun run = run_job(spec);
+    CHECK_FALSE(exists(t / "tree/f0"));
+    CHECK(exists(t / "tree/f1"));
+    CHECK(read_file(t / "out/tree/f1") == "something else");
+    CHECK(run.summary.errors == 1);
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.err() == EEXIST);
 }

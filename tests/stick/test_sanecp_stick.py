@@ -12,6 +12,7 @@ import argparse
 import filecmp
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -219,6 +220,77 @@ def case_verify_reads_from_device(work):
         check(rc == 0, f"exit {rc}: {err}")
         check(read >= 48 * MiB, f"only {read / MiB:.1f} MiB were read from the device: verify read from memory")
         check(stick.residency(os.path.join(s.mnt, "f.bin")) <= 0.01, "verify left the copy in the page cache")
+
+
+def _tree_state(root, master):
+    """For each file of master (relative path -> bytes, or a link's target): complete at root or not."""
+    state = {}
+    for rel, want in master.items():
+        path = os.path.join(root, rel)
+        if isinstance(want, str):
+            state[rel] = os.path.islink(path) and os.readlink(path) == want
+        else:
+            state[rel] = os.path.isfile(path) and not os.path.islink(path) and open(path, "rb").read() == want
+    return state
+
+
+def case_move_killed(work):
+    """sanecp --move SIGKILLed at 20 seeded random points onto a throttled stick: after each kill every source
+    file is complete in the source or on the stick, nothing half-written stands under a real name, and running
+    the move again finishes it: all on the stick, nothing left at the source."""
+    rng = random.Random(20261123)
+    master_dir = os.path.join(work, "master")
+    master = {}
+    for i in range(2):
+        data = os.urandom(12 * MiB)
+        master[f"big{i}.bin"] = data
+    for i in range(160):
+        master[f"d{i % 4}/sub{i % 3}/f{i:03d}"] = os.urandom(rng.randint(1, 64) * 1024)
+    for rel, data in master.items():
+        os.makedirs(os.path.dirname(os.path.join(master_dir, rel)), exist_ok=True)
+        with open(os.path.join(master_dir, rel), "wb") as f:
+            f.write(data)
+    os.symlink("big0.bin", os.path.join(master_dir, "link"))
+    master["link"] = "big0.bin"
+    total = sum(len(v) for v in master.values() if isinstance(v, bytes))
+    src = os.path.join(work, "tree")
+    with stick.Stick(size_mib=256, rate_bps=RATE) as s:
+        dst = os.path.join(s.mnt, "tree")
+        finished_early = 0
+        for attempt in range(20):
+            shutil.rmtree(src, ignore_errors=True)
+            shutil.rmtree(dst, ignore_errors=True)
+            subprocess.run(["cp", "-a", master_dir, src], check=True)
+            stick.syncfs(s.mnt)
+            uncache(src)
+            delay = rng.uniform(0.02, 1.1 * total / RATE)
+            proc = subprocess.Popen([SANECP, "--move", src, s.mnt + "/"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                proc.wait(timeout=delay)
+                finished_early += 1
+            except subprocess.TimeoutExpired:
+                proc.kill()  # no clean-up runs: what a crash or a power cut leaves
+                proc.wait()
+            at_src, at_dst = _tree_state(src, master), _tree_state(dst, master)
+            lost = [rel for rel in master if not (at_src[rel] or at_dst[rel])]
+            check(not lost, f"attempt {attempt} (killed at {delay:.2f} s): no complete copy of {lost[:5]}")
+            for root, _, files in os.walk(dst):
+                for name in files:
+                    path = os.path.join(root, name)
+                    rel = os.path.relpath(path, dst)
+                    if name.endswith(".part") or os.path.islink(path):
+                        continue
+                    check(open(path, "rb").read() == master[rel], f"attempt {attempt}: a half file under {rel}")
+            if os.path.lexists(src):  # else the move had finished: there is nothing to run again
+                r = subprocess.run([SANECP, "--move", src, s.mnt + "/"], capture_output=True, text=True, timeout=120)
+                check(r.returncode == 0, f"attempt {attempt}: the move again: exit {r.returncode}: {r.stderr}")
+            check(all(_tree_state(dst, master).values()), f"attempt {attempt}: not everything on the stick")
+            check(not os.path.lexists(src), f"attempt {attempt}: the source is still there")
+            parts = [n for _, _, fs in os.walk(dst) for n in fs if n.endswith(".part")]
+            check(not parts, f"attempt {attempt}: part files left: {parts[:3]}")
+        print(f"20 kills, {finished_early} of them after the move had finished")
+        check(finished_early < 10, "most moves finished before the kill: the kill points tested nothing")
 
 
 def _fat_tree(work):

@@ -52,6 +52,19 @@ private Q_SLOTS:
         QCOMPARE(cmd.startNow(), startNow);
     }
 
+    void moveIsAnOption()
+    {
+        const CommandLine move = parseCommandLine({"--move", "a.iso"}, "/home/me");
+        QVERIFY(move.error.isEmpty());
+        QVERIFY(move.move);
+        QCOMPARE(move.files, PathList{QByteArray("/home/me/a.iso")});
+        QVERIFY(!parseCommandLine({"a.iso"}, "/home/me").move);
+        // After "--" it is a file name like any other.
+        const CommandLine file = parseCommandLine({"--", "--move"}, "/home/me");
+        QVERIFY(!file.move);
+        QCOMPARE(file.files, PathList{QByteArray("/home/me/--move")});
+    }
+
     void uriListDecodesToBytes()
     {
         const PathList paths = localPathsFromUriList("# a comment\r\nfile:///home/me/My%20Videos/caf%E9.mkv\r\n"

@@ -12,6 +12,7 @@
 #include "DurableProgressBar.h"
 
 #include <QFile>
+#include <QProcess>
 #include <QMimeData>
 #include <cstdio>
 #include <sys/stat.h>
@@ -164,6 +165,38 @@ private Q_SLOTS:
         // QTemporaryDir removes by QString and can't name these: remove them by their bytes.
         ::unlink((root + "/out/caf\xe9 \"x\"\n.bin").constData());
         ::unlink(name.constData());
+    }
+
+    void moveWithChecksumsFromTheWindow()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir d(dir.path());
+        QVERIFY(d.mkpath(QStringLiteral("src/sub")) && d.mkdir(QStringLiteral("out")));
+        for (const char *name : {"src/a.txt", "src/sub/b.txt"}) {
+            QFile f(d.filePath(QLatin1String(name)));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray("contents of ") + name);
+        }
+        MainWindow w;
+        w.show();
+        w.sourceArea()->addSources({QFile::encodeName(d.filePath(QStringLiteral("src")))});
+        w.destinationPicker()->setDestination(d.filePath(QStringLiteral("out")));
+        w.moveBox()->setChecked(true);
+        w.manifestBox()->setChecked(true);
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        w.startCopy();
+        QVERIFY(queued.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        // Moved: the sources and their folders are gone, the copies are there.
+        QVERIFY(!d.exists(QStringLiteral("src")));
+        QVERIFY(QFile::exists(d.filePath(QStringLiteral("out/src/sub/b.txt"))));
+        // And the checksums check with the stock tool.
+        QProcess check;
+        check.setWorkingDirectory(d.filePath(QStringLiteral("out")));
+        check.start(QStringLiteral("sha256sum"), {QStringLiteral("-c"), QStringLiteral("SHA256SUMS")});
+        QVERIFY(check.waitForFinished(10000));
+        QCOMPARE(check.exitCode(), 0);
+        QCOMPARE(check.readAllStandardOutput().count("OK"), 2);
     }
 
     void aNewJobIsScrolledIntoView()
