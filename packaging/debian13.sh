@@ -277,8 +277,8 @@ set -eu
 home=$(mktemp -d /tmp/dolphin-shot.XXXXXX)
 mkdir -p "$home/.local/share/kio/servicemenus" "$home/.config" "$home/.runtime" "$home/Photos from the trip"
 chmod 700 "$home/.runtime"
-cp /src/kio-worker/servicemenus/sanecopy-safe-copy-to.desktop /build/kio-worker/servicemenus/sanecopy-open-target.desktop \
-   "$home/.local/share/kio/servicemenus/"
+cp /src/kio-worker/servicemenus/sanecopy-safe-copy-to.desktop /src/kio-worker/servicemenus/sanecopy-safe-move-to.desktop \
+   /build/kio-worker/servicemenus/sanecopy-open-target.desktop "$home/.local/share/kio/servicemenus/"
 chmod 755 "$home/.local/share/kio/servicemenus/"*.desktop
 touch "$home/Photos from the trip/IMG_0001.jpg" "$home/notes.txt"
 export HOME=$home XDG_RUNTIME_DIR=$home/.runtime

@@ -54,20 +54,25 @@ QByteArray DolphinHook::menuContents()
     // remote and virtual folders, whose items %F could only hand over as downloaded temporary copies.
     // %F gives each selected item as an argument of its own, with no shell in between.
     return QByteArrayLiteral(
-        "# SaneCopy (flatpak): \"Safe Copy To…\" in Dolphin's context menu. Written by SaneCopy's\n"
+        "# SaneCopy (flatpak): \"Safe Copy To…\" and \"Safe Move To…\" in Dolphin's context menu. Written by SaneCopy's\n"
         "# Settings > Add to Dolphin's context menu; Settings > Remove from Dolphin's context menu deletes it.\n"
         "[Desktop Entry]\n"
         "Type=Service\n"
         "X-KDE-ServiceTypes=KonqPopupMenu/Plugin\n"
         "MimeType=all/all;\n"
         "X-KDE-Protocols=file\n"
-        "Actions=safeCopyTo;\n"
+        "Actions=safeCopyTo;safeMoveTo;\n"
         "X-KDE-Priority=TopLevel\n"
         "\n"
         "[Desktop Action safeCopyTo]\n"
         "Name=Safe Copy To…\n"
         "Icon=io.github.sanecopy.SaneCopy\n"
-        "Exec=flatpak run io.github.sanecopy.SaneCopy %F\n");
+        "Exec=flatpak run io.github.sanecopy.SaneCopy %F\n"
+        "\n"
+        "[Desktop Action safeMoveTo]\n"
+        "Name=Safe Move To…\n"
+        "Icon=io.github.sanecopy.SaneCopy\n"
+        "Exec=flatpak run io.github.sanecopy.SaneCopy --move %F\n");
 }
 
 bool DolphinHook::install()

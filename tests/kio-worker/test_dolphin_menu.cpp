@@ -29,6 +29,7 @@
 namespace {
 
 const QString kSafeCopyTo = QString::fromUtf8("Safe Copy To\xE2\x80\xA6");
+const QString kSafeMoveTo = QString::fromUtf8("Safe Move To\xE2\x80\xA6");
 const QString kOpenAsTarget = QStringLiteral("Open as Safe Copy Target");
 
 // A user's home for the test: XDG_DATA_HOME holds the two menus (executable, as KIO's launcher demands of a
@@ -43,7 +44,7 @@ public:
         REQUIRE(QDir().mkpath(menus));
         REQUIRE(QDir().mkpath(path(QStringLiteral("config"))));
         REQUIRE(QDir().mkpath(path(QStringLiteral("bin"))));
-        for (const char *menu : {SAFE_COPY_MENU, OPEN_TARGET_MENU}) {
+        for (const char *menu : {SAFE_COPY_MENU, SAFE_MOVE_MENU, OPEN_TARGET_MENU}) {
             const QString from = QString::fromUtf8(menu);
             const QString to = menus + QLatin1Char('/') + QFileInfo(from).fileName();
             REQUIRE(QFile::copy(from, to));
@@ -116,6 +117,7 @@ TEST_CASE("Dolphin's context menu of a file lists Safe Copy To, not Open as Safe
     MenuHome home;
     ContextMenu m({home.file()});
     CHECK(findAction(m.menu, kSafeCopyTo) != nullptr);
+    CHECK(findAction(m.menu, kSafeMoveTo) != nullptr);
     CHECK(findAction(m.menu, kOpenAsTarget) == nullptr);
 }
 

@@ -153,6 +153,22 @@ TEST_CASE("service menu Safe Copy To: each selected item is one argument of sane
     }
 }
 
+TEST_CASE("service menu Safe Move To: sanecopy --move, then each selected item as one argument")
+{
+    ScratchDir tmp;
+    installStandIns(tmp, {"sanecopy"});
+    const QByteArray path = tmp.path() + "/folder with space";
+    REQUIRE(::mkdir(path.constData(), 0755) == 0);
+    const QList<QUrl> urls{dolphinUrlFor(tmp.path(), "folder with space")};
+    const KServiceAction action = onlyAction(SAFE_MOVE_MENU);
+    CHECK(action.text() == QString::fromUtf8("Safe Move To\xE2\x80\xA6"));
+    CHECK(action.exec() == QLatin1String("sanecopy --move %F"));
+    const QList<QByteArray> argv = runRecorded(expand(action, action.exec(), urls), tmp);
+    REQUIRE(argv.size() == 3);
+    CHECK(argv[1] == "--move");
+    CHECK(argv[2] == path);
+}
+
 TEST_CASE("service menu Open as Safe Copy Target: dolphin gets the sanecopy: URL of exactly that folder")
 {
     ScratchDir tmp;

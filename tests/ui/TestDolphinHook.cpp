@@ -105,12 +105,16 @@ private Q_SLOTS:
         // Files and folders alike; local ones only, as %F needs paths.
         QTest::newRow("mime types") << entry << QStringLiteral("MimeType") << QStringLiteral("all/all;");
         QTest::newRow("protocols") << entry << QStringLiteral("X-KDE-Protocols") << QStringLiteral("file");
-        QTest::newRow("actions") << entry << QStringLiteral("Actions") << QStringLiteral("safeCopyTo;");
+        QTest::newRow("actions") << entry << QStringLiteral("Actions") << QStringLiteral("safeCopyTo;safeMoveTo;");
         QTest::newRow("action name") << action << QStringLiteral("Name") << QStringLiteral("Safe Copy To…");
         QTest::newRow("action icon") << action << QStringLiteral("Icon")
                                      << QStringLiteral("io.github.sanecopy.SaneCopy");
         QTest::newRow("action exec") << action << QStringLiteral("Exec")
                                      << QStringLiteral("flatpak run io.github.sanecopy.SaneCopy %F");
+        const QString move = QStringLiteral("Desktop Action safeMoveTo");
+        QTest::newRow("move name") << move << QStringLiteral("Name") << QStringLiteral("Safe Move To…");
+        QTest::newRow("move exec") << move << QStringLiteral("Exec")
+                                   << QStringLiteral("flatpak run io.github.sanecopy.SaneCopy --move %F");
     }
 
     void menuKeys()
