@@ -26,7 +26,10 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
                             dest.writeback == WritebackMode::Windows;
     route.clone_chain = same_fs || fast_fixed;
     route.evict = true;
-    route.small_file_writeback = dest.writeback == WritebackMode::Windows && dest.group_sync == GroupSync::Inline;
+    // A small file's own writeback: on FAT and the like always (their groups sync on the job's thread), and on
+    // removable devices, which are nearly always slower than the job writes small files (page_cache_policy.h).
+    route.small_file_writeback =
+        dest.writeback == WritebackMode::Windows && (dest.group_sync == GroupSync::Inline || dest.removable);
     return route;
 }
 

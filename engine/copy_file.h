@@ -27,7 +27,7 @@ struct CopyRoute {
     bool clone_chain = false;                     // FICLONE -> copy_file_range -> sendfile -> read/write
     WritebackMode writeback = WritebackMode::Windows;
     bool evict = true;                            // drop our pages from the cache, source and destination
-    bool small_file_writeback = false;            // a small file starts its writeback when written (GroupSync::Inline)
+    bool small_file_writeback = false;            // a small file starts its writeback when written
 };
 
 // Pure. Same filesystem, or a fast non-removable target: try the in-kernel shortcuts first (a reflink costs

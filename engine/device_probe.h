@@ -80,8 +80,8 @@ enum class DataSync {
 // How a group of small files (small_batch.h) is synced on a local block filesystem. Chosen by choose_group_sync().
 enum class GroupSync {
     // Journaling filesystems (ext4, xfs, btrfs, f2fs, ...): the group's syncfs runs on a helper thread while the
-    // next group is written, and small files start no writeback of their own, so the device gets a group in a
-    // few large requests instead of one small one per file.
+    // next group is written. On a fixed disk small files start no writeback of their own, so the device gets a
+    // group in a few large requests instead of one small one per file (CopyRoute::small_file_writeback).
     Background,
     // FAT, exFAT, NTFS and other filesystems that keep folder entries in the block device's cache: creating a
     // file waits for its folder's blocks while they are being written, so a syncfs beside the next group's

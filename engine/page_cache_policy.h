@@ -17,12 +17,16 @@
 // and stacked filesystems), each window is made durable by fdatasync instead, run on a helper thread so the
 // next chunk is sent while the previous one syncs.
 //
-// Small files (small_batch.h) on a journaling filesystem get no writeback of their own: a sync_file_range per
-// file would send one small request per file, which a stick pays for in IOPS, where the group's one syncfs
-// sends the whole group in a few large ones. On FAT, exFAT and NTFS the group is synced on the job's thread
-// (GroupSync::Inline), so there each file's writeback starts when it is written, or the device would idle
-// while the next group is written. Once a group is durable, each file's clean pages are dropped
-// (drop_written_pages).
+// Small files (small_batch.h) on a fixed disk's journaling filesystem get no writeback of their own: a
+// sync_file_range per file sends one small request per file, which a fast device pays for per request (50,000
+// tiny files onto an unthrottled loop device: 1.36x cp -r + sync with it, 0.99x without), where the group's one
+// syncfs sends the whole group in a few large ones. On a removable device (a stick, a card) each file's
+// writeback starts when it is written: there the device is slower than the job, its queue is never empty, so
+// the scheduler merges those requests anyway, and the device starts at once instead of waiting for a group
+// (2000 small files onto ext4 on the USB VM's stick: 7.9-8.0 s with it, 8.8-9.2 s without). On FAT, exFAT and
+// NTFS the group is synced on the job's thread (GroupSync::Inline), so there too each file's writeback starts
+// when it is written, or the device would idle while the next group is written. Once a group is durable, each
+// file's clean pages are dropped (drop_written_pages).
 //
 // Read-back (verify.h) drops what it reads as it goes, on both sides, so verifying fills the cache no more than
 // copying did; the copy's own pages were dropped before, so the reads really go to the device.

@@ -4,7 +4,7 @@
 // sync instead of one per file (about 35 ms a file on slow media), and its writeback reaches the device as a
 // few large requests instead of one small request per file.
 //
-// Where syncfs reaches the device (block filesystems: WritebackMode::Windows), the syncs run on a helper
+// Where syncfs reaches the device on a journaling filesystem (GroupSync::Background), the syncs run on a helper
 // thread while the job writes the next group. One syncfs makes a group's data durable, and with it the renames
 // made before it started, so:
 //   - a group is renamed only once its data is on the device (after verify, when asked for), and reported

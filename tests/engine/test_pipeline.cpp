@@ -9,6 +9,7 @@
 #include "test_support.h"
 
 #include "conflict.h"
+#include "copy_file.h"
 #include "device_probe.h"
 #include "fd.h"
 #include "small_batch.h"
@@ -395,4 +396,21 @@ TEST_CASE("move: a target with the same bytes counts as moved, different bytes a
     CHECK(run.summary.errors == 1);
     REQUIRE(run.first(JobEvent::Kind::Error));
     CHECK(run.first(JobEvent::Kind::Error)->status.err() == EEXIST);
+}
+
+TEST_CASE("small files start their own writeback on removable devices and on FAT, not on a fixed disk's ext4")
+{
+    DeviceInfo fixed_ext4;
+    fixed_ext4.writeback = WritebackMode::Windows;
+    fixed_ext4.group_sync = GroupSync::Background;
+    CHECK_FALSE(choose_route(fixed_ext4, 1).small_file_writeback);
+    DeviceInfo stick_ext4 = fixed_ext4;
+    stick_ext4.removable = true;
+    CHECK(choose_route(stick_ext4, 1).small_file_writeback);
+    DeviceInfo fixed_vfat = fixed_ext4;
+    fixed_vfat.group_sync = GroupSync::Inline;
+    CHECK(choose_route(fixed_vfat, 1).small_file_writeback);
+    DeviceInfo fuse = stick_ext4;
+    fuse.writeback = WritebackMode::ChunkSync; // sync_file_range can't reach a FUSE daemon's data
+    CHECK_FALSE(choose_route(fuse, 1).small_file_writeback);
 }
