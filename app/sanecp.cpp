@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     app.footer("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
                "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
                "the filesystem, a name it can't store, a special file), or the device removed (each is on "
-               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left). With --check: "
+               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left), 143 and 129 stopped by SIGTERM and SIGHUP (big files' part files stay for --resume). With --check: "
                "0 every file matches, 1 a mismatch, a missing or unreadable file, or no manifest.");
     std::string probe;
     app.add_option("paths", paths, "Files and folders to copy, then where to")->expected(2, -1);
@@ -233,6 +233,11 @@ int main(int argc, char **argv)
                    "Read every file MANIFEST lists back from its device (not from the page cache), compare "
                    "SHA-256 sums, and exit 1 on any mismatch or missing file; copies nothing")
         ->type_name("MANIFEST");
+    bool resume = false;
+    app.add_flag("--resume", resume,
+                 "Finish a copy that was interrupted (killed, crashed, logged out, the stick pulled): files at the "
+                 "destination with the source's size and modification time count as copied, the rest is copied "
+                 "(a big file from where its part file's bytes stop matching the source, which every run does)");
     app.add_flag("--rename-invalid", rename_invalid,
                  "Copy names FAT/exFAT refuse (: ? * \" < > | \\, trailing dots or spaces) under a safe name, "
                  "instead of skipping them");
@@ -280,6 +285,7 @@ int main(int argc, char **argv)
     spec.manifest_path = manifest;
     spec.move = move;
     spec.rename_invalid = rename_invalid;
+    spec.resume = resume;
     spec.conflict = overwrite         ? ConflictPolicy::Overwrite
                     : skip_existing   ? ConflictPolicy::Skip
                     : rename_existing ? ConflictPolicy::Rename
@@ -302,13 +308,22 @@ int main(int argc, char **argv)
 
     // Shared with the detached signal thread, which may outlive main's locals.
     auto interrupted = std::make_shared<std::atomic<bool>>(false);
-    std::thread([signals, job, printer, interrupted]() mutable {
+    auto interrupted_by = std::make_shared<std::atomic<int>>(0);
+    std::thread([signals, job, printer, interrupted, interrupted_by]() mutable {
         int sig = 0;
         if (sigwait(&signals, &sig) == 0) {
+            interrupted_by->store(sig);
             interrupted->store(true);
             printer->stop_bar();
-            std::fprintf(stderr, "\nsanecp: cancelling; removing partial files...\n");
-            job->cancel();
+            if (sig == SIGINT) {
+                std::fprintf(stderr, "\nsanecp: cancelling; removing partial files...\n");
+                job->cancel();
+            } else {
+                // SIGTERM, SIGHUP: the session is ending, not the user changing their mind. What is on the
+                // device stays for a rerun with --resume.
+                std::fprintf(stderr, "\nsanecp: stopping; rerun with --resume to finish the copy\n");
+                job->interrupt();
+            }
         }
         // A second signal ends the process at once; a part file may then stay behind, never a half file
         // under a real name.
@@ -325,6 +340,6 @@ int main(int argc, char **argv)
     }
     printer->finish(summary);
     if (summary.cancelled && interrupted->load())
-        return 130;
+        return 128 + interrupted_by->load();
     return summary.complete() ? 0 : 1;
 }

@@ -73,6 +73,24 @@ bool timespec_after(const struct timespec &a, const struct timespec &b)
 
 std::string join_notes(const std::string &a, const std::string &b) { return a.empty() ? b : b.empty() ? a : a + "; " + b; }
 
+// Where an entry below an item goes, relative to the item's target folder: the same path, or with
+// JobSpec::rename_invalid every component the filesystem refuses under its safe name.
+std::string target_rel(const std::string &rel, const JobSpec &spec, const FsLimits &limits)
+{
+    if (!spec.rename_invalid)
+        return rel;
+    std::string out;
+    size_t start = 0;
+    for (;;) {
+        const size_t slash = rel.find('/', start);
+        out = join(out, safe_name(rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start),
+                                  limits));
+        if (slash == std::string::npos)
+            return out;
+        start = slash + 1;
+    }
+}
+
 std::string fold_case(std::string name, bool fold)
 {
     if (fold)
@@ -184,6 +202,7 @@ private:
     void report_done(const std::string &source, std::string target, uint64_t bytes, std::string note = {},
                      std::optional<Sha256Digest> digest = {});
     void take_back(const AttemptBytes &bytes);
+    void count_unmoved(uint64_t bytes);
     bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
 
     // The job.
@@ -201,6 +220,9 @@ private:
     void remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source);
     void remove_moved_dirs(ItemWalk &walk);
     bool already_there(const FileTask &task, const ExistingTarget &existing);
+    bool published_before(const FileTask &task, const ExistingTarget &existing) const;
+    bool same_link(const FileTask &where, const std::string &target) const;
+    bool hash_source(const FileTask &task, std::optional<Sha256Digest> &digest);
 
     // Files.
     bool settle_conflict(FileTask &task);
@@ -314,6 +336,15 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
     emit(std::move(e));
 }
 
+// Bytes that are on the device without this job moving them (a renamed item, a file there already): progress
+// counts them, the throughput chart does not.
+void JobRunner::count_unmoved(uint64_t bytes)
+{
+    counters_.written_bytes.fetch_add(bytes);
+    counters_.durable_bytes.fetch_add(bytes);
+    counters_.unwritten_bytes.fetch_add(bytes);
+}
+
 // Progress counts what is on the device: bytes of an attempt that failed (a retried file, a failed verify, a
 // rename refused) are not, or not under any name.
 void JobRunner::take_back(const AttemptBytes &bytes)
@@ -325,18 +356,7 @@ void JobRunner::take_back(const AttemptBytes &bytes)
 
 std::string JobRunner::target_rel(const std::string &rel) const
 {
-    if (!spec_.rename_invalid)
-        return rel;
-    std::string out;
-    size_t start = 0;
-    for (;;) {
-        const size_t slash = rel.find('/', start);
-        out = join(out, safe_name(rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start),
-                                  device_.limits));
-        if (slash == std::string::npos)
-            return out;
-        start = slash + 1;
-    }
+    return sanecopy::target_rel(rel, spec_, device_.limits);
 }
 
 std::string JobRunner::rename_note(const std::string &rel) const
@@ -551,8 +571,13 @@ void JobRunner::copy_directory(ItemWalk &walk, const PlanEntry &entry, const Fil
     struct stat st {};
     const int err = errno;
     if (err == EEXIST && sys().fstatat(where.dst_dir->get(), where.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(st.st_mode))
-        return; // an existing folder: the copy merges into it and leaves its mode alone
+        S_ISDIR(st.st_mode)) {
+        // An existing folder: the copy merges into it and leaves its mode alone, unless an interrupted run
+        // created it (owner-only until full) and this one finishes its work.
+        if (spec_.resume)
+            walk.dirs.push_back({dst_rel, entry.mode, entry.mtime});
+        return;
+    }
     report_error(Status::destination(err == EEXIST ? ENOTDIR : err, "mkdir", where.dst_display + "/" + where.dst_name),
                  where.source);
     walk.failed_dir = entry.rel;
@@ -572,6 +597,12 @@ void JobRunner::copy_symlink(const FileTask &where)
     existing.exists = !where.target_free &&
                       sys().fstatat(where.dst_dir->get(), where.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     existing.is_dir = existing.exists && S_ISDIR(st.st_mode);
+    if (spec_.resume && existing.exists && S_ISLNK(st.st_mode) && same_link(where, target)) {
+        if (spec_.move)
+            remove_source(where.src_dir, where.src_name, where.source);
+        return report_done(where.source, where.dst_display + "/" + where.dst_name, 0,
+                           "already on the device from the interrupted copy");
+    }
     // Links are not worth a question: the job's policy decides.
     const ConflictDecision d =
         resolve_conflict(existing, spec_.conflict, std::nullopt, where.dst_display + "/" + where.dst_name);
@@ -602,9 +633,19 @@ bool JobRunner::settle_conflict(FileTask &task)
         sys().fstatat(task.dst_dir->get(), task.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
         existing = {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
     if (spec_.move && already_there(task, existing)) {
+        count_unmoved(task.entry.size);
         remove_source(task.src_dir, task.src_name, task.source);
         report_done(task.source, task.dst_display + "/" + task.dst_name, task.entry.size,
                     "already on the device with the same bytes; the source was removed");
+        return false;
+    }
+    if (spec_.resume && !spec_.move && published_before(task, existing)) {
+        std::optional<Sha256Digest> digest;
+        if (hashes() && !hash_source(task, digest))
+            return false;
+        count_unmoved(task.entry.size);
+        report_done(task.source, task.dst_display + "/" + task.dst_name, task.entry.size,
+                    "already on the device from the interrupted copy", digest);
         return false;
     }
     std::optional<ConflictAnswer> answer;
@@ -755,10 +796,12 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
     if (!part.ok())
         return part.status();
     PartFile &pf = part.value();
-    // After the device failed (EIO, the stick pulled out), what is on it stays as a part file for the next run to
-    // resume; any other failure takes its part file away (ENOSPC: so the space comes back).
+    // After the device failed (EIO, the stick pulled out), or when the job was interrupted rather than cancelled,
+    // what is on it stays as a part file for the next run to resume; any other failure takes its part file away
+    // (ENOSPC: so the space comes back).
     auto fail = [&](Status error) {
-        if (error.on_destination() && keeps_part_file(error.err()))
+        if ((error.on_destination() && keeps_part_file(error.err())) ||
+            (error.err() == ECANCELED && control_.keeps_partial()))
             pf.keep();
         return error;
     };
@@ -871,9 +914,7 @@ bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root
         bytes += e.kind == EntryKind::File ? e.size : 0;
         files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
     }
-    counters_.written_bytes.fetch_add(bytes);
-    counters_.durable_bytes.fetch_add(bytes);
-    counters_.unwritten_bytes.fetch_add(bytes); // nothing moved through the device
+    count_unmoved(bytes);
     counters_.files_done.fetch_add(files > 0 ? files - 1 : 0);
     summary_.files_copied += files > 0 ? files - 1 : 0; // report_done counts the last one
     report_done(item.source, item.target_dir + "/" + target_rel(item.target_name), bytes,
@@ -919,6 +960,39 @@ bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existi
     };
     UniqueFd a = open_at(task.src_dir, task.src_name), b = open_at(task.dst_dir, task.dst_name);
     return a && b && same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict);
+}
+
+// JobSpec::resume: a link the interrupted run published points where the source does.
+bool JobRunner::same_link(const FileTask &where, const std::string &target) const
+{
+    std::string there(target.size() + 1, '\0');
+    const ssize_t n = sys().readlinkat(where.dst_dir->get(), where.dst_name.c_str(), there.data(), there.size());
+    return n >= 0 && size_t(n) == target.size() && there.compare(0, target.size(), target) == 0;
+}
+
+// JobSpec::resume: a target with the source's size and modification time (to what the filesystem stores) is a
+// file the interrupted run published. rsync's quick check; reading the bytes back would cost a resumed copy as
+// long as the copy itself.
+bool JobRunner::published_before(const FileTask &task, const ExistingTarget &existing) const
+{
+    if (!existing.exists || existing.is_dir || existing.size != task.entry.size)
+        return false;
+    const auto ns = [](const struct timespec &t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
+    const int64_t diff = ns(existing.mtime) - ns(task.entry.mtime);
+    return (diff < 0 ? -diff : diff) < device_.limits.mtime_window_ns;
+}
+
+// The digest of a file this job does not copy (JobSpec::resume), for the manifest: read from the source.
+bool JobRunner::hash_source(const FileTask &task, std::optional<Sha256Digest> &digest)
+{
+    UniqueFd in(sys().openat(task.src_dir->get(), task.src_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0));
+    Status s = in ? Status() : Status::source(errno, "open", task.source);
+    SourceHash hash;
+    if (s)
+        s = finish_hash(hash, in.get(), 0, task.source, digest);
+    if (!s)
+        report_error(std::move(s), task.source);
+    return s.ok();
 }
 
 // What each entry will meet on the destination's filesystem: a name it refuses, a size it can't store.
@@ -977,8 +1051,9 @@ JobPlan plan_job(const JobSpec &spec)
             needed += (e.allocated + 4095) / 4096 * 4096;
         }
     }
-    // Unknown free space (fusefat reports a size of 0) is never taken as full.
-    if (plan.device.free_bytes && needed > *plan.device.free_bytes)
+    // Unknown free space (fusefat reports a size of 0) is never taken as full. A resumed copy finds much of itself
+    // on the device already: it is not checked up front, and ENOSPC mid-copy says the same.
+    if (plan.device.free_bytes && needed > *plan.device.free_bytes && !spec.resume)
         plan.space = Status::destination(ENOSPC, "space check", plan.device.mount_point)
                          .with_detail("not enough space: the copy needs " + mib_text(needed) + ", " +
                                       mib_text(*plan.device.free_bytes) + " free");
@@ -995,6 +1070,26 @@ std::vector<std::string> JobPlan::problems() const
     for (const LeftOutEntry &e : left_out)
         lines.push_back(e.path + ": " + e.why);
     return lines;
+}
+
+DiscardResult discard_unfinished(const JobSpec &spec)
+{
+    DiscardResult result;
+    JobPlan plan = plan_job(spec);
+    for (const ItemPlan &item : plan.items) {
+        for (const PlanEntry &e : item.entries) {
+            if (e.kind != EntryKind::File)
+                continue;
+            const auto [dir_rel, name] = split_rel(target_rel(join(item.item.target_name, e.rel), spec,
+                                                              plan.device.limits));
+            const std::string part = join(join(item.item.target_dir, dir_rel), part_name_for(name));
+            if (sys().unlinkat(AT_FDCWD, part.c_str(), 0) == 0)
+                ++result.removed;
+            else if (errno != ENOENT && errno != ENOTDIR)
+                result.errors.push_back(Status::destination(errno, "remove part file", part));
+        }
+    }
+    return result;
 }
 
 JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,

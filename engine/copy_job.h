@@ -57,6 +57,10 @@ struct JobSpec {
     // Implies hash_sources.
     bool manifest = false;
     std::string manifest_path;
+    // A rerun of a copy that was interrupted (a crash, a kill, a logout, JobControl::interrupt): a target with the
+    // source's size and modification time is taken as published by it and counted as copied, not questioned.
+    // (Part files are resumed from their verified prefix in any run.) With |move|, only the same bytes count.
+    bool resume = false;
     // Names the target filesystem refuses (FAT/exFAT) are copied under a safe name instead of being left out.
     bool rename_invalid = false;
     // When set, an existing target asks here instead of applying |conflict|.
@@ -123,6 +127,14 @@ struct JobPlan {
 
 // Resolves, walks and probes; writes nothing. Safe to call from any thread.
 JobPlan plan_job(const JobSpec &spec);
+
+// Discarding a copy that was interrupted (JobSpec::resume is the other way out): removes the part files its
+// big files left at their targets. Files it had published stay; so do the sources, also of a move.
+struct DiscardResult {
+    uint64_t removed = 0;
+    std::vector<Status> errors;
+};
+DiscardResult discard_unfinished(const JobSpec &spec);
 
 // Runs the job to its end. Events arrive on this thread, in order; Done comes last.
 JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,

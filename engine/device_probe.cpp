@@ -300,6 +300,7 @@ FsLimits fs_limits_for(std::string_view fs_type)
         limits.max_file_size = 4ull * 1024 * 1024 * 1024 - 1; // the directory entry's size field is 32 bits
         limits.forbids_fat_chars = true;
         limits.forbids_trailing_dot_space = true;
+        limits.mtime_window_ns = 2000000000;
     } else if (fs_type == "exfat" || fs_type == "exfat-fuse") {
         limits.forbids_fat_chars = true;
         limits.forbids_trailing_dot_space = true;

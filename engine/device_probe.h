@@ -46,6 +46,9 @@ struct FsLimits {
     uint64_t max_file_size = UINT64_MAX;  // FAT32: 4 GiB - 1
     bool forbids_fat_chars = false;       // FAT/exFAT/NTFS-on-Windows rules: : ? * " < > | \ and control chars
     bool forbids_trailing_dot_space = false;
+    // Two modification times closer than this may be the same time stored: FAT keeps even seconds; elsewhere,
+    // the second, as rsync compares (some FUSE filesystems and KIO keep no fraction).
+    int64_t mtime_window_ns = 1000000000;
 };
 
 // Limits for a filesystem type as mountinfo or blkid name it ("vfat", "msdos", "exfat", "ntfs", "ntfs3", "ext4", ...).

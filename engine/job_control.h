@@ -25,7 +25,16 @@ public:
         request_.store(kCancel, std::memory_order_release);
         request_.notify_all();
     }
+    // Stops the job as a crash would, but cleanly: big files' part files stay for a later run to resume
+    // (JobSpec::resume), where a cancel removes them. For a front end that goes away with copies unfinished
+    // (the window closed, the session ending).
+    void interrupt()
+    {
+        keep_partial_.store(true, std::memory_order_release);
+        cancel();
+    }
     bool cancel_requested() const { return request_.load(std::memory_order_acquire) == kCancel; }
+    bool keeps_partial() const { return keep_partial_.load(std::memory_order_acquire); }
     bool pause_requested() const { return request_.load(std::memory_order_acquire) == kPause; }
     // Blocks while paused. Returns false when the job was cancelled meanwhile.
     bool wait_while_paused() const
@@ -46,6 +55,7 @@ private:
         request_.notify_all();
     }
     std::atomic<int> request_{kRun};
+    std::atomic<bool> keep_partial_{false};
 };
 
 // Written by the copying thread, read by anyone.

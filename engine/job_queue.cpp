@@ -91,7 +91,7 @@ JobQueue::~JobQueue()
     {
         std::lock_guard lock(mutex_);
         for (auto &job : active_)
-            job->cancel();
+            job->interrupt();
     }
     wait_idle();
     {

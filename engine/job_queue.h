@@ -61,6 +61,7 @@ public:
     void pause() { control_.pause(); }
     void resume() { control_.resume(); }
     void cancel() { control_.cancel(); }
+    void interrupt() { control_.interrupt(); } // JobControl::interrupt
     JobState state() const { return counters_.state.load(); }
     ProgressSnapshot snapshot() const;
     // Blocks until the job has finished; returns its summary.
@@ -92,7 +93,8 @@ public:
     using LaneOf = std::function<std::string(const JobSpec &)>;
 
     explicit JobQueue(double tick_seconds = 0.2, LaneOf lane_of = {});
-    // Cancels what is still running or queued and waits for the lanes.
+    // Interrupts what is still running or queued (JobControl::interrupt: big files' part files stay for a
+    // resume) and waits for the lanes.
     ~JobQueue();
     JobQueue(const JobQueue &) = delete;
     JobQueue &operator=(const JobQueue &) = delete;

@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,19 @@ def run_sanecp(args, sampler, on_progress=None):
     # Read before anything else can write: what the device still had to do when sanecp said it was done.
     left = stick.durable_now(sampler.majmin)
     return rc, records, err, worst_excess, left
+
+
+def signal_when_durable(sig, after):
+    """A run_sanecp progress callback that sends SIG once more than AFTER bytes are durable, and the list where
+    it notes the durable bytes it saw then."""
+    sent = []
+
+    def send(rec, proc):
+        if not sent and rec["durable_bytes"] > after:
+            proc.send_signal(sig)
+            sent.append(rec["durable_bytes"])
+
+    return send, sent
 
 
 def assert_nothing_left(s, left, sampler):
@@ -133,13 +147,7 @@ def case_cancel(work):
     with stick.Stick(size_mib=512, rate_bps=RATE) as s:
         src = stick.make_file(os.path.join(work, "big.bin"), 200 * MiB)
         uncache(src)
-        sent = []
-
-        def interrupt(rec, proc):
-            if not sent and rec["durable_bytes"] > 20 * MiB:
-                proc.send_signal(signal.SIGINT)
-                sent.append(rec["durable_bytes"])
-
+        interrupt, sent = signal_when_durable(signal.SIGINT, 20 * MiB)
         with stick.DirtySampler(s.majmin) as sampler:
             rc, records, err, _, left = run_sanecp([src, s.mnt + "/"], sampler, interrupt)
             check(sent, "the copy ended before it could be interrupted")
@@ -291,6 +299,69 @@ def case_move_killed(work):
             check(not parts, f"attempt {attempt}: part files left: {parts[:3]}")
         print(f"20 kills, {finished_early} of them after the move had finished")
         check(finished_early < 10, "most moves finished before the kill: the kill points tested nothing")
+
+
+def case_term_resume(work):
+    """SIGTERM (a logout) mid-copy of a mixed tree: sanecp exits 143 with the big file's part file kept and
+    nothing half-written under a real name; `--resume` then finishes without a conflict, writes clearly less than
+    the whole tree again, and leaves the tree a single run makes: the same bytes, links, modes and times."""
+    rng = random.Random(20261124)
+    src = os.path.join(work, "tree")
+    os.makedirs(src)
+    stick.make_file(os.path.join(src, "a-big.bin"), 24 * MiB)
+    for i in range(60):
+        path = os.path.join(src, f"mid{i % 3}", f"f{i:02d}")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(os.urandom(rng.randint(1, 48) * 1024))
+    os.chmod(os.path.join(src, "mid1"), 0o750)
+    stick.make_file(os.path.join(src, "z-big.bin"), 48 * MiB)
+    os.symlink("a-big.bin", os.path.join(src, "link"))
+    for root, _, files in os.walk(src):
+        for name in files:
+            uncache(os.path.join(root, name))
+    with stick.Stick(size_mib=256, rate_bps=RATE) as s:
+        dst = os.path.join(s.mnt, "tree")
+        term, stopped = signal_when_durable(signal.SIGTERM, 40 * MiB)
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, _, err, _, _ = run_sanecp([src, s.mnt + "/"], sampler, term)
+        check(stopped, "the copy ended before it could be stopped")
+        check(rc == 143, f"exit {rc} after SIGTERM, want 143: {err}")
+        check("--resume" in err, f"stderr does not say how to finish: {err!r}")
+        check(not os.path.exists(os.path.join(dst, "z-big.bin")), "a half file stands under the real name")
+        check(os.path.exists(os.path.join(dst, ".z-big.bin.part")), "SIGTERM took the part file away")
+        stick.syncfs(s.mnt)
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, records, err, _, left = run_sanecp(["--resume", src, s.mnt + "/"], sampler)
+            check(rc == 0, f"--resume exit {rc}: {err}")
+            assert_nothing_left(s, left, sampler)
+            rerun_written = sampler.written_since_start()
+        total = sum(os.path.getsize(os.path.join(r, n)) for r, _, fs in os.walk(src) for n in fs
+                    if not os.path.islink(os.path.join(r, n)))
+        notes = [r.get("note", "") for r in records if r["type"] == "file_done"]
+        already = sum("already on the device" in n for n in notes)
+        print(f"stopped at {stopped[0] / MiB:.0f} MiB durable; --resume took {already} files as done, resumed "
+              f"{sum('resumed' in n for n in notes)}, and wrote {rerun_written / MiB:.0f} of {total / MiB:.0f} MiB")
+        check(already >= 2, f"only {already} files were taken as done: {notes[:5]}")
+        check(any("resumed" in n for n in notes), "the big file was not resumed from its part file")
+        check(rerun_written < 0.7 * total, f"--resume wrote {rerun_written / MiB:.0f} MiB: it copied again")
+        cmp = filecmp.dircmp(src, dst)
+        pending = [cmp]
+        while pending:
+            c = pending.pop()
+            check(not (c.left_only or c.right_only or c.diff_files or c.funny_files),
+                  f"{c.left}: differs: {c.left_only + c.right_only + c.diff_files + c.funny_files}")
+            for f in c.common_files:
+                check(filecmp.cmp(os.path.join(c.left, f), os.path.join(c.right, f), shallow=False),
+                      f"{c.left}/{f}: other bytes")
+            pending.extend(c.subdirs.values())
+        for rel in ("", "mid0", "mid1", "a-big.bin", "mid2/f02"):
+            a, b = os.lstat(os.path.join(src, rel)), os.lstat(os.path.join(dst, rel))
+            check(stat.S_IMODE(a.st_mode) == stat.S_IMODE(b.st_mode), f"{rel or '.'}: mode {b.st_mode:o}")
+            check(int(a.st_mtime) == int(b.st_mtime), f"{rel or '.'}: time {b.st_mtime} against {a.st_mtime}")
+        check(os.readlink(os.path.join(dst, "link")) == "a-big.bin", "the link")
+        parts = [n for _, _, fs in os.walk(dst) for n in fs if n.endswith(".part")]
+        check(not parts, f"part files left: {parts[:3]}")
 
 
 def _fat_tree(work):

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Unfinished copies: a job interrupted (not cancelled) keeps its big file's part file; a rerun with
+// JobSpec::resume takes what the first run published as done, continues the part file and ends with the same
+// tree a single run makes; discard_unfinished removes the part files and nothing else.
+#include "catch.h"
+
+#include "fault_syscalls.h"
+#include "job_helpers.h"
+#include "test_support.h"
+
+#include "device_probe.h"
+#include "job_queue.h"
+
+#include <atomic>
+#include <chrono>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace sanecopy;
+using namespace sanecopy::test;
+
+namespace {
+
+constexpr uint64_t MiB = 1024 * 1024;
+
+// Two big files around a folder of small ones, a link, and a folder with a mode of its own.
+void make_tree(const std::string &src)
+{
+    REQUIRE(::mkdir(src.c_str(), 0755) == 0);
+    for (int i = 0; i < 12; ++i)
+        write_pattern_file(src + "/a" + std::to_string(i), 3000 + uint64_t(i) * 100, unsigned(i + 1));
+    write_pattern_file(src + "/big0", 6 * MiB, 21);
+    write_pattern_file(src + "/big1", 6 * MiB + 4321, 22);
+    REQUIRE(::symlink("big0", (src + "/link").c_str()) == 0);
+    REQUIRE(::mkdir((src + "/sub").c_str(), 0750) == 0);
+    for (int i = 0; i < 6; ++i)
+        write_pattern_file(src + "/sub/s" + std::to_string(i), 2000 + uint64_t(i), unsigned(i + 40));
+}
+
+mode_t mode_of(const std::string &path)
+{
+    struct stat st {};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+
+struct Stopped {
+    JobSummary summary;
+    std::vector<JobEvent> events;
+};
+
+// Runs |spec| and stops it, with |stop|, once |after| bytes have moved through the seam.
+Stopped run_until(const JobSpec &spec, FaultSyscalls &fs, uint64_t after, void (JobControl::*stop)())
+{
+    JobControl control;
+    ProgressCounters counters;
+    Stopped out;
+    std::atomic<bool> done{false};
+    std::thread stopper([&] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!done && fs.moved.load() < after && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        (control.*stop)();
+    });
+    out.summary = run_copy_job(spec, control, counters, [&](const JobEvent &e) { out.events.push_back(e); });
+    done = true;
+    stopper.join();
+    return out;
+}
+
+// Small chunks, so a stop lands mid-file: the job checks for it between chunks.
+JobSpec small_chunks(JobSpec spec)
+{
+    spec.limits.start_chunk = spec.limits.min_chunk = 256 * 1024;
+    spec.limits.max_chunk = 512 * 1024;
+    return spec;
+}
+
+// Data calls slow enough for a stop to land where the test wants it.
+void slow_down(FaultSyscalls &fs)
+{
+    fs.max_transfer = 256 * 1024;
+    fs.data_delay = std::chrono::milliseconds(2);
+}
+
+std::size_t count_note(const JobRun &run, const std::string &note)
+{
+    std::size_t n = 0;
+    for (const JobEvent &e : run.events)
+        n += e.kind == JobEvent::Kind::FileDone && e.message.find(note) != std::string::npos;
+    return n;
+}
+
+void check_same_tree(const std::string &src, const std::string &dst)
+{
+    CHECK(list_tree(dst) == list_tree(src));
+    for (const char *name : {"big0", "big1", "a0", "a11", "sub/s5"})
+        CHECK(same_bytes(src + "/" + name, dst + "/" + name));
+    CHECK(mode_of(dst + "/sub") == 0750);
+}
+
+} // namespace
+
+TEST_CASE("resume: an interrupted job keeps its part file, a rerun finishes it and skips what was published")
+{
+    TempDir t;
+    make_tree(t / "src");
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out"));
+    {
+        FaultSyscalls fs;
+        slow_down(fs);
+        ScopedSyscalls seam(fs);
+        // Past big0 and the small files, inside big1.
+        Stopped first = run_until(spec, fs, 8 * MiB, &JobControl::interrupt);
+        REQUIRE(first.summary.cancelled);
+    }
+    INFO(list_tree(t / "out"));
+    REQUIRE(exists(t / "out/src/big0"));
+    REQUIRE(exists(t / "out/src/.big1.part"));
+    CHECK_FALSE(exists(t / "out/src/big1"));
+    // The folder the first run created is still owner-only: it was never finished.
+    CHECK(mode_of(t / "out/src") == 0700);
+
+    SECTION("a plain rerun meets its own files as conflicts")
+    {
+        JobRun again = run_job(spec);
+        CHECK_FALSE(again.summary.ok());
+        CHECK(again.count(JobEvent::Kind::Error) >= 1);
+    }
+    SECTION("a resumed rerun takes them as done and continues the part file")
+    {
+        spec.resume = true;
+        FaultSyscalls fs;
+        ScopedSyscalls seam(fs);
+        JobRun again = run_job(spec);
+        REQUIRE(again.summary.ok());
+        CHECK(again.count(JobEvent::Kind::Error) == 0);
+        CHECK(count_note(again, "already on the device from the interrupted copy") >= 2); // big0 and the link
+        CHECK(count_note(again, "resumed after") == 1);
+        // Less than big1 moved again: its prefix stayed; progress still counts every byte.
+        CHECK(fs.moved.load() < 6 * MiB);
+        CHECK(again.counters->durable_bytes.load() == again.counters->total_bytes.load());
+        CHECK(again.summary.files_copied == 21);
+        check_same_tree(t / "src", t / "out/src");
+        CHECK(mode_of(t / "out/src") == 0755);
+    }
+}
+
+TEST_CASE("resume: a cancel removes the part file, an interrupt keeps it")
+{
+    TempDir t;
+    write_pattern_file(t / "big", 8 * MiB, 3);
+    FaultSyscalls fs;
+    slow_down(fs);
+    ScopedSyscalls seam(fs);
+    Stopped cancelled = run_until(small_chunks(spec_of({t / "big"}, t / "copy")), fs, 2 * MiB, &JobControl::cancel);
+    CHECK(cancelled.summary.cancelled);
+    CHECK_FALSE(exists(t / ".copy.part"));
+    fs.moved = 0;
+    Stopped interrupted = run_until(small_chunks(spec_of({t / "big"}, t / "copy")), fs, 2 * MiB, &JobControl::interrupt);
+    CHECK(interrupted.summary.cancelled);
+    CHECK(exists(t / ".copy.part"));
+    CHECK_FALSE(exists(t / "copy"));
+}
+
+TEST_CASE("resume: a target of the same size but another time is not taken as published")
+{
+    TempDir t;
+    write_pattern_file(t / "a", 5000, 1);
+    write_pattern_file(t / "b", 5000, 2); // same size, other bytes, and a time a minute older
+    struct timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 60, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (t / "b").c_str(), times, 0) == 0);
+    JobSpec spec = spec_of({t / "a"}, t / "b");
+    spec.rule = DestinationRule::ExactTarget;
+    spec.resume = true;
+    JobRun run = run_job(spec);
+    CHECK_FALSE(run.summary.ok());
+    CHECK(run.count(JobEvent::Kind::Error) == 1);
+    CHECK_FALSE(same_bytes(t / "a", t / "b"));
+    // FAT stores even seconds: a published file reads back up to 2 s off.
+    CHECK(fs_limits_for("vfat").mtime_window_ns == 2000000000);
+    CHECK(fs_limits_for("ext4").mtime_window_ns == 1000000000);
+}
+
+TEST_CASE("resume: the manifest of a resumed job lists the files the first run published too")
+{
+    TempDir t;
+    make_tree(t / "src");
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out"));
+    spec.manifest = true;
+    {
+        FaultSyscalls fs;
+        slow_down(fs);
+        ScopedSyscalls seam(fs);
+        REQUIRE(run_until(spec, fs, 8 * MiB, &JobControl::interrupt).summary.cancelled);
+    }
+    CHECK_FALSE(exists(t / "out/SHA256SUMS")); // a cancelled or interrupted job writes none
+    spec.resume = true;
+    JobRun again = run_job(spec);
+    REQUIRE(again.summary.ok());
+    CHECK(again.summary.manifest_files == 20); // every file; the link has no bytes of its own
+    const std::string manifest = read_file(t / "out/SHA256SUMS");
+    CHECK(manifest.find("src/big0\n") != std::string::npos);
+    CHECK(manifest.find("src/a0\n") != std::string::npos);
+}
+
+TEST_CASE("resume: discarding an unfinished job removes its part files and nothing else")
+{
+    TempDir t;
+    make_tree(t / "src");
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    const JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out"));
+    {
+        FaultSyscalls fs;
+        slow_down(fs);
+        ScopedSyscalls seam(fs);
+        REQUIRE(run_until(spec, fs, 8 * MiB, &JobControl::interrupt).summary.cancelled);
+    }
+    REQUIRE(exists(t / "out/src/.big1.part"));
+    const DiscardResult d = discard_unfinished(spec);
+    CHECK(d.removed == 1);
+    CHECK(d.errors.empty());
+    CHECK_FALSE(exists(t / "out/src/.big1.part"));
+    CHECK(same_bytes(t / "src/big0", t / "out/src/big0")); // published: kept
+    CHECK(exists(t / "src/big1"));                          // the sources are never touched
+    CHECK(discard_unfinished(spec).removed == 0);
+}
+
+TEST_CASE("resume: a queue going away interrupts its jobs, and their part files stay")
+{
+    TempDir t;
+    write_pattern_file(t / "big", 8 * MiB, 5);
+    FaultSyscalls fs;
+    slow_down(fs);
+    ScopedSyscalls seam(fs);
+    std::shared_ptr<Job> job;
+    {
+        JobQueue queue(0.05, [](const JobSpec &) { return std::string("lane"); });
+        job = queue.submit(small_chunks(spec_of({t / "big"}, t / "copy")));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (fs.moved.load() < 2 * MiB && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        REQUIRE(fs.moved.load() >= 2 * MiB);
+    }
+    CHECK(job->wait().cancelled);
+    CHECK(exists(t / ".copy.part"));
+}
