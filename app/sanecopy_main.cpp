@@ -40,5 +40,7 @@ int main(int argc, char **argv)
     QApplication::setWindowIcon(window.windowIcon());
     window.show();
     window.applyCommandLine(cmd);
+    // Copies a crash, a kill or a logout left unfinished are offered once the window is up.
+    window.offerUnfinished();
     return QApplication::exec();
 }

@@ -139,7 +139,8 @@ int EngineBridge::ask(std::function<void(quint64)> post, int answerIfGone)
     return value < 0 ? answerIfGone : value;
 }
 
-quint64 EngineBridge::submit(const Options &options)
+// The engine's spec for |options|, without the questions (submit() adds those).
+static sanecopy::JobSpec specFor(const EngineBridge::Options &options)
 {
     sanecopy::JobSpec spec;
     for (const QByteArray &s : options.sources)
@@ -150,6 +151,13 @@ quint64 EngineBridge::submit(const Options &options)
     spec.rename_invalid = options.renameInvalid;
     spec.move = options.move;
     spec.manifest = options.manifest;
+    spec.resume = options.resume;
+    return spec;
+}
+
+quint64 EngineBridge::submit(const Options &options)
+{
+    sanecopy::JobSpec spec = specFor(options);
 
     // The job's id is known only after submit; the callbacks read it from here.
     auto jobIdBox = std::make_shared<std::atomic<quint64>>(0);
@@ -213,6 +221,26 @@ void EngineBridge::answerError(quint64 questionId, int answer)
 {
     if (auto p = pending_.take(questionId))
         p->answer(answer);
+}
+
+void EngineBridge::discardAsync(quint64 requestId, const Options &options)
+{
+    QPointer<EngineBridge> guard(this);
+    // It walks the source tree and looks at the device: never on the GUI thread.
+    std::thread([guard, requestId, spec = specFor(options)] {
+        const sanecopy::DiscardResult result = sanecopy::discard_unfinished(spec);
+        QStringList errors;
+        for (const sanecopy::Status &s : result.errors)
+            errors << qs(s.message());
+        const qint64 removed = qint64(result.removed);
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [guard, requestId, removed, errors] {
+                if (guard)
+                    Q_EMIT guard->discarded(requestId, removed, errors);
+            },
+            Qt::QueuedConnection);
+    }).detach();
 }
 
 void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const QByteArray &destination)

@@ -52,6 +52,7 @@ public:
         bool renameInvalid = false; // copy names the target refuses under a safe name
         bool move = false;          // Safe Move: sources removed once their copies are on the device
         bool manifest = false;      // SHA256SUMS on the destination
+        bool resume = false;        // finishing an interrupted copy (sanecopy::JobSpec::resume)
     };
 
     explicit EngineBridge(QObject *parent = nullptr, double tickSeconds = 0.2);
@@ -65,6 +66,10 @@ public:
 
     // The plan of a copy, computed on a worker thread: planned() arrives with |requestId| when it is known.
     void planAsync(quint64 requestId, const PathList &sources, const QByteArray &destination);
+
+    // Removes the part files an interrupted copy left (sanecopy::discard_unfinished), on a worker thread:
+    // discarded() arrives with |requestId|.
+    void discardAsync(quint64 requestId, const Options &options);
 
 public Q_SLOTS:
     void answerConflict(quint64 questionId, int answer); // sanecopy::ConflictAnswer
@@ -82,6 +87,7 @@ Q_SIGNALS:
                        qint64 sourceSize, qint64 targetSize, bool targetIsFolder);
     void errorAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &message);
     // |badNames|: how many of the problems are names the target refuses (a safe name would fix them).
+    void discarded(quint64 requestId, qint64 partFilesRemoved, const QStringList &errors);
     void planned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
                  const QString &mountPoint, const QString &blockDevice, bool removable, int badNames);
 

@@ -12,8 +12,11 @@
 #include "SystemMonitor.h"
 #include "TimeSeriesChart.h"
 #include "Udisks.h"
+#include "UnfinishedDialog.h"
 
 #include <QCheckBox>
+#include <QCloseEvent>
+#include <QCoreApplication>
 #include <QFile>
 #include <QFileInfo>
 #include <QGroupBox>
@@ -22,9 +25,13 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPointer>
 #include <QPushButton>
+#include <QSet>
 #include <QSplitter>
 #include <QVBoxLayout>
+
+#include <thread>
 
 // The icon resource lives in a static library, where the linker drops an initializer nothing refers to; this
 // call refers to it. Q_INIT_RESOURCE must be used outside any namespace.
@@ -56,6 +63,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     setWindowIcon(appIcon());
     bridge_ = new EngineBridge(this);
     model_ = new JobModel(this);
+    journal_ = std::make_unique<JobJournal>();
 
     auto *central = new QWidget(this);
     auto *layout = new QVBoxLayout(central);
@@ -123,6 +131,12 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     connect(bridge_, &EngineBridge::finished, this,
             [this](quint64 id, bool ok, bool cancelled, qint64 bytes) { onFinished(id, ok, cancelled, bytes); });
     connect(bridge_, &EngineBridge::planned, this, &MainWindow::onPlanned);
+    connect(bridge_, &EngineBridge::discarded, this, [this](quint64 id, qint64 removed, const QStringList &errors) {
+        journal_->forget(discarding_.take(id));
+        if (!errors.isEmpty())
+            QMessageBox::warning(this, tr("Discard"), errors.join(QLatin1Char('\n')));
+        Q_EMIT unfinishedDiscarded(removed);
+    });
     connect(queue_, &QueueView::pauseRequested, bridge_, &EngineBridge::pause);
     connect(queue_, &QueueView::resumeRequested, bridge_, &EngineBridge::resume);
     connect(queue_, &QueueView::cancelRequested, bridge_, &EngineBridge::cancel);
@@ -156,7 +170,102 @@ void MainWindow::addDolphinHookMenu()
     });
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow()
+{
+    // The copies still running stop here, interrupted, keeping their part files (JobQueue's destructor), and
+    // only then do their journal records lose their locks: no other window can claim a copy still running.
+    delete questions_;
+    delete bridge_;
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    if (closeNow_ || !model_->anyRunning()) {
+        event->accept();
+        return;
+    }
+    event->ignore();
+    auto *box = new QMessageBox(this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setIcon(QMessageBox::Question);
+    box->setWindowTitle(tr("Copies are running"));
+    box->setText(tr("Stop the running copies?"));
+    box->setInformativeText(tr("Stopped, they are offered again the next time SaneCopy starts, and go on from "
+                               "where they were. Cancelled, their unfinished parts are removed."));
+    QPushButton *later = box->addButton(tr("&Stop, Finish Later"), QMessageBox::AcceptRole);
+    QPushButton *cancel = box->addButton(tr("&Cancel Copies"), QMessageBox::DestructiveRole);
+    QPushButton *keep = box->addButton(tr("&Keep Copying"), QMessageBox::RejectRole);
+    box->setDefaultButton(keep);
+    box->setEscapeButton(keep);
+    connect(box, &QMessageBox::finished, this, [this, box, later, cancel] {
+        if (box->clickedButton() == later) {
+            closeNow_ = true;
+            close();
+        } else if (box->clickedButton() == cancel) {
+            closeWhenIdle_ = true;
+            for (int row = 0; row < model_->rowCount(); ++row)
+                bridge_->cancel(model_->jobIdAt(row));
+        }
+    });
+    box->open();
+}
+
+void MainWindow::offerUnfinished()
+{
+    const QList<JournalEntry> entries = journal_->claimUnfinished();
+    if (entries.isEmpty()) {
+        Q_EMIT unfinishedOffered(0);
+        return;
+    }
+    // Whether each destination is there now: a stat of a mount point may hang on a dying device, so not here.
+    QPointer<MainWindow> guard(this);
+    std::thread([guard, entries] {
+        QList<bool> present;
+        for (const JournalEntry &e : entries)
+            present << QFileInfo(QFile::decodeName(e.destination)).isDir();
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [guard, entries, present] {
+                if (guard)
+                    guard->settleUnfinished(entries, present);
+            },
+            Qt::QueuedConnection);
+    }).detach();
+}
+
+void MainWindow::settleUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present)
+{
+    auto *dialog = new UnfinishedDialog(entries, present, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::finished, this, [this, dialog] {
+        const QList<JournalEntry> chosen = dialog->checkedEntries();
+        QSet<QString> taken;
+        for (const JournalEntry &e : chosen) {
+            if (dialog->choice() == UnfinishedDialog::Choice::Later)
+                break;
+            taken.insert(e.key);
+            PendingCopy copy{e.sources, e.destination, e.verify, e.renameInvalid, e.move, e.manifest, true, e.key};
+            const quint64 id = nextPlan_++;
+            if (dialog->choice() == UnfinishedDialog::Choice::Resume) {
+                planning_.insert(id, copy);
+                bridge_->planAsync(id, copy.sources, copy.destination);
+            } else {
+                discarding_.insert(id, e.key);
+                EngineBridge::Options options;
+                options.sources = e.sources;
+                options.destination = e.destination;
+                options.renameInvalid = e.renameInvalid;
+                bridge_->discardAsync(id, options);
+            }
+        }
+        // The rest stays recorded, for the next start.
+        for (const JournalEntry &e : dialog->entries())
+            if (!taken.contains(e.key))
+                journal_->release(e.key);
+    });
+    dialog->open();
+    Q_EMIT unfinishedOffered(int(entries.size()));
+}
 
 void MainWindow::applyCommandLine(const CommandLine &cmd)
 {
@@ -211,7 +320,8 @@ void MainWindow::startCopy()
         return;
     }
     const quint64 id = nextPlan_++;
-    planning_.insert(id, {sources, destination, verify_->isChecked(), false, move_->isChecked(), manifest_->isChecked()});
+    planning_.insert(id, {sources, destination, verify_->isChecked(), false, move_->isChecked(), manifest_->isChecked(),
+                          false, {}});
     copy_->setEnabled(false);
     hint_->setText(tr("Checking the destination…"));
     bridge_->planAsync(id, sources, destination);
@@ -224,6 +334,11 @@ void MainWindow::onPlanned(quint64 requestId, const QStringList &problems, qint6
     if (!planning_.contains(requestId))
         return;
     PendingCopy copy = planning_.take(requestId);
+    if (copy.resume) {
+        // Its problems were shown when it was first queued; much of it is on the device already.
+        queueCopy(copy, mountPoint, blockDevice, removable);
+        return;
+    }
     sources_->clear();
     updateHint();
     if (problems.isEmpty()) {
@@ -266,18 +381,36 @@ void MainWindow::queueCopy(const PendingCopy &copy, const QString &mountPoint, c
     options.renameInvalid = copy.renameInvalid;
     options.move = copy.move;
     options.manifest = copy.manifest;
+    options.resume = copy.resume;
+    QString key = copy.journalKey;
+    if (key.isEmpty())
+        key = journal_->record({{}, copy.sources, copy.destination, copy.verify, copy.renameInvalid, copy.move,
+                                copy.manifest, {}});
     const quint64 jobId = bridge_->submit(options);
+    journalKeys_.insert(jobId, key);
     const QString what = copy.sources.size() == 1 ? QFileInfo(displayPath(copy.sources.first())).fileName()
                                                   : tr("%1 items").arg(copy.sources.size());
     const QString dest = displayPath(copy.destination);
     const QString where = QFileInfo(dest).fileName().isEmpty() ? dest : QFileInfo(dest).fileName();
-    model_->addJob(jobId, tr("%1 → %2").arg(what, where), dest, mountPoint, blockDevice, removable);
+    model_->addJob(jobId, copy.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),
+                   dest, mountPoint, blockDevice, removable);
     Q_EMIT jobQueued(jobId);
 }
 
 void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes)
 {
     questions_->memory().forget(jobId);
+    // A copy whose stick was pulled is unfinished: its record stays for the next start. Any other end is an end.
+    const QString key = journalKeys_.take(jobId);
+    const int jobRow = model_->rowOf(jobId);
+    if (jobRow >= 0 && model_->index(jobRow).data(JobModel::DeviceRemovedRole).toBool())
+        journal_->release(key);
+    else
+        journal_->forget(key);
+    if (closeWhenIdle_ && !model_->anyRunning()) {
+        closeNow_ = true;
+        close();
+    }
     destination_->refreshDevices(); // the free space changed
     const int row = model_->rowOf(jobId);
     if (row < 0)

@@ -7,9 +7,12 @@
 
 #include "CommandLine.h"
 
+#include "JobJournal.h"
+
 #include <QHash>
 #include <QMainWindow>
 #include <QStringList>
+#include <memory>
 
 class QCheckBox;
 class QLabel;
@@ -48,15 +51,25 @@ public:
     QCheckBox *verifyBox() const { return verify_; }
     QCheckBox *moveBox() const { return move_; }
     QCheckBox *manifestBox() const { return manifest_; }
+    JobJournal &journal() { return *journal_; }
 
 public Q_SLOTS:
     // Plans a copy of the current sources to the current destination, shows problems, then queues it.
     void startCopy();
+    // Offers the copies an earlier run left unfinished (JobJournal), if there are any: resume, discard or later.
+    void offerUnfinished();
 
 Q_SIGNALS:
     // A plan found problems and asks the user; |problems| is what the dialog lists.
     void problemsShown(const QStringList &problems);
     void jobQueued(quint64 jobId);
+    // The unfinished copies were looked at: |offered| of them are in the dialog now (0: no dialog).
+    void unfinishedOffered(int offered);
+    // Discarding unfinished copies is done: their part files are gone.
+    void unfinishedDiscarded(qint64 partFilesRemoved);
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
 
 private:
     struct PendingCopy {
@@ -66,11 +79,14 @@ private:
         bool renameInvalid = false;
         bool move = false;
         bool manifest = false;
+        bool resume = false;      // finishing an unfinished copy: its problems were shown the first time
+        QString journalKey;       // its record, when it has one already
     };
     void onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
                    const QString &mountPoint, const QString &blockDevice, bool removable, int badNames);
     void queueCopy(const PendingCopy &copy, const QString &mountPoint, const QString &blockDevice, bool removable);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
+    void settleUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present);
     void eject(quint64 jobId);
     void updateHint();
     // Settings > Add to / Remove from Dolphin's context menu, inside flatpak only (see DolphinHook.h).
@@ -92,6 +108,11 @@ private:
     QuestionDialogs *questions_;
     QHash<quint64, PendingCopy> planning_;
     quint64 nextPlan_ = 1;
+    std::unique_ptr<JobJournal> journal_;
+    QHash<quint64, QString> journalKeys_; // job id -> its record
+    QHash<quint64, QString> discarding_;  // discard request -> the record it ends
+    bool closeWhenIdle_ = false;          // the user chose to cancel the running copies and quit
+    bool closeNow_ = false;               // the user chose to stop them and finish them later
 };
 
 } // namespace SaneCopy
