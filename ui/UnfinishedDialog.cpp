@@ -29,11 +29,12 @@ UnfinishedDialog::UnfinishedDialog(const QList<JournalEntry> &entries, const QLi
     for (int i = 0; i < entries.size(); ++i) {
         const bool there = i < present.size() && present.at(i);
         auto *item = new QListWidgetItem(describe(entries.at(i)) +
-                                             (there ? QString() : tr(" (not there now: plug the device in)")),
+                                             (there ? QString() : QLatin1Char('\n') + tr("Not there now: plug the device in.")),
                                          list_);
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
         item->setCheckState(there ? Qt::Checked : Qt::Unchecked);
     }
+    list_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents); // as tall as its few lines
     layout->addWidget(list_, 1);
     auto *how = new QLabel(tr("Resume keeps what is on the device already and copies the rest; a big file "
                               "continues where its bytes stop matching the source. Discard removes the "
@@ -58,7 +59,7 @@ UnfinishedDialog::UnfinishedDialog(const QList<JournalEntry> &entries, const QLi
     };
     connect(list_, &QListWidget::itemChanged, this, follow);
     follow();
-    resize(640, 320);
+    setMinimumWidth(600);
 }
 
 void UnfinishedDialog::choose(Choice choice)
@@ -86,7 +87,7 @@ QString UnfinishedDialog::describe(const JournalEntry &entry)
     const QString verb = entry.move ? tr("Move %1 to %2") : tr("Copy %1 to %2");
     return verb.arg(what, displayPath(entry.destination)) +
            (entry.queued.isValid()
-                ? tr(", started %1").arg(QLocale().toString(entry.queued, QLocale::ShortFormat))
+                ? QLatin1Char('\n') + tr("Started %1").arg(QLocale().toString(entry.queued, QLocale::ShortFormat))
                 : QString());
 }
 

@@ -35,7 +35,7 @@ public:
     QPushButton *discardButton() const { return discard_; }
     QPushButton *laterButton() const { return later_; }
 
-    // One line for a copy: what, where to, and when it was queued.
+    // What a copy was and where to, then on a second line when it was queued.
     static QString describe(const JournalEntry &entry);
 
 private:
