@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace sanecopy::cli {
 
@@ -173,6 +175,22 @@ std::string human_duration(double seconds)
     return buf;
 }
 
+std::string fit_name(const std::string &name, int columns)
+{
+    // Byte offsets of each character's start, so a cut never splits one.
+    std::vector<size_t> starts;
+    for (size_t i = 0; i < name.size(); ++i)
+        if ((static_cast<unsigned char>(name[i]) & 0xC0) != 0x80)
+            starts.push_back(i);
+    const int chars = int(starts.size());
+    if (chars <= columns)
+        return name;
+    if (columns <= 1)
+        return columns == 1 ? "\u2026" : "";
+    const int head = (columns - 1) / 2, tail = columns - 1 - head;
+    return name.substr(0, starts[size_t(head)]) + "\u2026" + name.substr(starts[size_t(chars - tail)]);
+}
+
 std::string progress_line(const ProgressSnapshot &s, int width)
 {
     const double total = double(std::max<uint64_t>(s.total_bytes, 1));
@@ -190,12 +208,23 @@ std::string progress_line(const ProgressSnapshot &s, int width)
         right = tail + state;
         bar = std::max(10, width - int(right.size()) - 2);
     }
+    // The file on its way, after two spaces, in what the bar can spare above 20 columns (at most 40).
+    std::string file;
+    const size_t slash = s.current_file.rfind('/');
+    const std::string name = slash == std::string::npos ? s.current_file : s.current_file.substr(slash + 1);
+    if (const int spare = std::min(bar - 20, 42) - 2; !name.empty() && spare >= 8) {
+        const std::string fitted = fit_name(name, spare);
+        const auto columns = std::count_if(fitted.begin(), fitted.end(),
+                                           [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+        file = "  " + fitted;
+        bar -= 2 + int(columns);
+    }
     const int d = int(durable * bar), w = std::max(d, int(written * bar));
     std::string line = "[" + std::string(size_t(d), '#') + std::string(size_t(w - d), '-') +
                        std::string(size_t(bar - w), ' ') + "]" + right;
     if (int(line.size()) > width)
         line.resize(size_t(std::max(width, 0)));
-    return line;
+    return line + file;
 }
 
 } // namespace sanecopy::cli

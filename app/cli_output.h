@@ -29,7 +29,12 @@ std::string human_bytes(double bytes);
 std::string human_duration(double seconds);
 
 // One terminal line of |width| columns: a bar with durable bytes ('#') and bytes still in the page cache ('-'),
-// then the percentage of durable bytes, the device rate, the ETA and the file count.
+// then the percentage of durable bytes, the device rate, the ETA and the file count, and, where the bar keeps
+// 20 columns, the name of the file being copied (shortened in the middle, never inside a UTF-8 character).
 std::string progress_line(const ProgressSnapshot &s, int width);
+
+// |name| in at most |columns| columns (one per character, which is what most names in a terminal take): the
+// head and tail with "…" between them when it is longer. Pure.
+std::string fit_name(const std::string &name, int columns);
 
 } // namespace sanecopy::cli

@@ -233,6 +233,10 @@ int main(int argc, char **argv)
                    "Read every file MANIFEST lists back from its device (not from the page cache), compare "
                    "SHA-256 sums, and exit 1 on any mismatch or missing file; copies nothing")
         ->type_name("MANIFEST");
+    bool fit = false;
+    app.add_flag("--fit", fit,
+                 "When the device has not room for everything, copy the files that fit, in order, instead of "
+                 "nothing; each one left out is reported (exit code 1)");
     bool resume = false;
     app.add_flag("--resume", resume,
                  "Finish a copy that was interrupted (killed, crashed, logged out, the stick pulled): files at the "
@@ -286,6 +290,7 @@ int main(int argc, char **argv)
     spec.move = move;
     spec.rename_invalid = rename_invalid;
     spec.resume = resume;
+    spec.fit_to_space = fit;
     spec.conflict = overwrite         ? ConflictPolicy::Overwrite
                     : skip_existing   ? ConflictPolicy::Skip
                     : rename_existing ? ConflictPolicy::Rename

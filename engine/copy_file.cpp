@@ -321,6 +321,8 @@ private:
             take_durable(d);
             if (!s)
                 return s;
+            // And the dirty-memory chart what the pause left of this copy in the cache, not the last chunk's.
+            measure_own_dirty();
             counters_.state.store(JobState::Paused);
             const bool go_on = control_.wait_while_paused();
             counters_.state.store(JobState::Running);
@@ -346,11 +348,16 @@ private:
         Status s = windows_.submit(off_, moved, plan.windows, d);
         take_durable(d);
         result_.copied = off_ += moved;
-        // What this copy holds in the cache right now, for the dirty-memory chart: one cheap call per chunk.
+        measure_own_dirty(); // one cheap call per chunk
+        return s;
+    }
+
+    // What this copy holds in the cache right now, for the dirty-memory chart.
+    void measure_own_dirty()
+    {
         if (auto cs = cachestat(dst_))
             counters_.own_dirty_bytes.store(int64_t((cs->dirty + cs->writeback) * page_bytes()),
                                             std::memory_order_relaxed);
-        return s;
     }
 
     Status checkpoint_if_due()

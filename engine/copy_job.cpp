@@ -9,6 +9,7 @@
 #include "tree_plan.h"
 #include "verify.h"
 
+#include <algorithm>
 #include <cctype>
 #include <fcntl.h>
 #include <map>
@@ -472,6 +473,7 @@ void JobRunner::wait_if_paused()
         return;
     // Between files too, or a tree of small files would never pause: the batch goes to the device first.
     batch_->flush();
+    counters_.own_dirty_bytes.store(0); // the groups are durable: nothing of this copy is dirty while it waits
     counters_.state.store(JobState::Paused);
     control_.wait_while_paused();
     counters_.state.store(JobState::Running);
@@ -1014,6 +1016,17 @@ std::string mib_text(uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 
 
 } // namespace
 
+// JobSpec::fit_to_space: the bytes files may take, when the free space is known. The margin (1/64 of it, at
+// least 1 MiB and at most 64 MiB) is for folders, FAT's directory clusters and a journal's metadata.
+static std::optional<uint64_t> fit_budget(const JobSpec &spec, const DeviceInfo &device)
+{
+    if (!spec.fit_to_space || !device.free_bytes)
+        return std::nullopt;
+    const uint64_t free = *device.free_bytes;
+    const uint64_t margin = std::clamp<uint64_t>(free / 64, 1 << 20, 64 << 20);
+    return free > margin ? free - margin : 0;
+}
+
 JobPlan plan_job(const JobSpec &spec)
 {
     JobPlan plan;
@@ -1034,9 +1047,18 @@ JobPlan plan_job(const JobSpec &spec)
         plan.device.writeback = WritebackMode::ChunkSync; // unknown filesystem: the mode that is right everywhere
     }
     uint64_t needed = 0;
+    const uint64_t unit = std::max<uint64_t>(4096, plan.device.allocation_unit);
+    const std::optional<uint64_t> budget = fit_budget(spec, plan.device);
     for (ItemPlan &item : plan.items) {
         for (PlanEntry &e : item.entries) {
             check_against_device(item, e, spec, plan.device);
+            // Rounded to what each file takes at least (a block, a FAT cluster); metadata is not counted, so this
+            // catches the clear cases up front and ENOSPC mid-copy is still handled.
+            const uint64_t takes = (e.allocated + unit - 1) / unit * unit;
+            if (budget && e.kind == EntryKind::File && e.skip_reason.empty() && needed + takes > *budget) {
+                e.left_out = LeftOut::NoRoom;
+                e.skip_reason = "no room left on the device for it (what fits was copied)";
+            }
             if (!e.skip_reason.empty()) {
                 plan.left_out.push_back(
                     {join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
@@ -1046,9 +1068,7 @@ JobPlan plan_job(const JobSpec &spec)
             if (e.kind != EntryKind::File)
                 continue;
             plan.total_bytes += e.size;
-            // Block-rounded, since every file takes at least one block; metadata is not counted, so this catches
-            // the clear cases up front and ENOSPC mid-copy is still handled.
-            needed += (e.allocated + 4095) / 4096 * 4096;
+            needed += takes;
         }
     }
     // Unknown free space (fusefat reports a size of 0) is never taken as full. A resumed copy finds much of itself

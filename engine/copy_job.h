@@ -61,6 +61,10 @@ struct JobSpec {
     // source's size and modification time is taken as published by it and counted as copied, not questioned.
     // (Part files are resumed from their verified prefix in any run.) With |move|, only the same bytes count.
     bool resume = false;
+    // When the device has not room for everything: copy what fits instead of nothing. Files are taken in the
+    // plan's order while they fit in the free space (less a margin for folders and metadata); each one that does
+    // not is left out (LeftOut::NoRoom) and reported, and smaller ones after it may still go.
+    bool fit_to_space = false;
     // Names the target filesystem refuses (FAT/exFAT) are copied under a safe name instead of being left out.
     bool rename_invalid = false;
     // When set, an existing target asks here instead of applying |conflict|.

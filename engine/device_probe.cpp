@@ -553,6 +553,7 @@ Result<DeviceInfo> probe_device(const std::string &folder)
     if (sfs.f_blocks > 0) {
         info.free_bytes = static_cast<uint64_t>(sfs.f_bavail) * unit;
         info.total_bytes = static_cast<uint64_t>(sfs.f_blocks) * unit;
+        info.allocation_unit = std::max<uint64_t>(unit, 512);
     }
     probe_mount(resolved_path(fd.get(), folder), st.st_dev, info);
     // A fuseblk without a subtype (exfat-fuse, ntfs-3g) gets no limits here: the type has to come from the

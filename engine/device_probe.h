@@ -106,6 +106,7 @@ struct DeviceInfo {
     bool rotational = false;    // /sys/block/<disk>/queue/rotational
     std::optional<uint64_t> free_bytes;  // unknown when statfs reports a size of 0 (fusefat)
     std::optional<uint64_t> total_bytes;
+    uint64_t allocation_unit = 4096; // statfs's f_frsize: what the smallest file takes (a FAT cluster)
     FsLimits limits;
     WritebackMode writeback = WritebackMode::Windows;
     DataSync data_sync = DataSync::File;

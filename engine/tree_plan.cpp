@@ -106,6 +106,8 @@ const char *to_string(LeftOut reason)
         return "exists";
     case LeftOut::AfterError:
         return "after-error";
+    case LeftOut::NoRoom:
+        return "no-room";
     }
     return "?";
 }

@@ -29,6 +29,7 @@ enum class LeftOut {
     Unreadable,    // a folder that can't be listed
     Exists,        // the target exists and the conflict policy (or answer) said skip
     AfterError,    // the user chose to skip it after it failed
+    NoRoom,        // JobSpec::fit_to_space: what fits went first, and this did not
 };
 const char *to_string(LeftOut reason);
 

@@ -158,6 +158,19 @@ def case_out_of_space(t):
     check(listing(r.stdout).strip() == "", f"left behind: {listing(r.stdout)!r}")
 
 
+def case_fit(t):
+    """--fit onto a device without room for everything: the files that fit go, in order, a smaller one after a
+    file that did not fit too; the one left out is named, and the exit code says something was not copied."""
+    os.makedirs(f"{t}/src/c")
+    for name, size in (("a.bin", 5 << 20), ("b.bin", 5 << 20), ("c/f0", 100 << 10), ("c/f1", 100 << 10)):
+        with open(f"{t}/src/{name}", "wb") as f:
+            f.write(b"x" * size)  # one line, for the listing
+    r = in_small_fs("8m", "true", ["--fit", f"{t}/src/a.bin", f"{t}/src/b.bin", f"{t}/src/c", "FS_DIR/"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1: {r.stderr!r}")
+    check("b.bin" in r.stderr and "no room" in r.stderr, f"stderr: {r.stderr!r}")
+    check(listing(r.stdout) == "a.bin\nc\n", f"on the device: {listing(r.stdout)!r}")
+
+
 def case_out_of_space_overwrite(t):
     with open(f"{t}/big", "wb") as f:
         f.write(os.urandom(4 << 20))
