@@ -3,6 +3,7 @@
 // sanecopy [--to DEST] [FILE...]: the GUI.
 #include "CommandLine.h"
 #include "MainWindow.h"
+#include "SingleInstance.h"
 #include "sys.h"
 
 #include <QApplication>
@@ -34,8 +35,12 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "sanecopy: %s\n", qPrintable(cmd.error));
         return 2;
     }
+    // A window is running already (a second "Safe Copy To…" click): it queues these files, and this process goes.
+    if (SaneCopy::SingleInstance::handOver(cmd))
+        return 0;
     sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
     SaneCopy::MainWindow window;
+    SaneCopy::SingleInstance instance(&window);
     // The window knows the fallback to the icon compiled into the library when the theme has none.
     QApplication::setWindowIcon(window.windowIcon());
     window.show();

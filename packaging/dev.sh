@@ -33,6 +33,8 @@ packages=(
     # CPack's DEB generator needs for it), flatpak-builder.
     libqt6svg6 desktop-file-utils appstream dpkg-dev file flatpak-builder
     python3 util-linux mount e2fsprogs rsync
+    # A private session bus for the single-instance test.
+    dbus
     dosfstools fusefat exfatprogs exfat-fuse
 )
 

@@ -13,7 +13,7 @@
 namespace SaneCopy {
 
 namespace {
-enum Kind { DeviceEntry, FolderEntry, ChooseEntry, UnmountedEntry };
+enum Kind { DeviceEntry, FolderEntry, UnmountedEntry };
 const QString kUnmounted = QStringLiteral("unmounted:"); // + block device: the item data of an unmounted stick
 }
 
@@ -26,6 +26,14 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
     combo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     combo_->setMinimumContentsLength(30);
     layout->addWidget(combo_, 1);
+    // A button, not a last entry in the list: arrowing through a closed list activates each entry it passes,
+    // and an entry that opens a modal file dialog would open it under the user's fingers.
+    browse_ = new QToolButton(this);
+    browse_->setIcon(QIcon::fromTheme(QStringLiteral("folder-open")));
+    browse_->setText(tr("&Browse…"));
+    browse_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    browse_->setToolTip(tr("Copy into a folder of your choice"));
+    layout->addWidget(browse_);
     auto *refresh = new QToolButton(this);
     refresh->setIcon(QIcon::fromTheme(QStringLiteral("view-refresh")));
     refresh->setText(tr("Refresh"));
@@ -36,17 +44,20 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
         auto *watcher = new DeviceWatcher(this);
         connect(watcher, &DeviceWatcher::changed, this, &DestinationPicker::refreshDevices);
     }
-    connect(combo_, &QComboBox::activated, this, [this](int index) {
-        if (combo_->itemData(index, Qt::UserRole + 1).toInt() == ChooseEntry) {
-            const QString dir = QFileDialog::getExistingDirectory(this, tr("Copy into"), destination());
-            if (!dir.isEmpty())
-                setDestination(dir);
-            else
-                combo_->setCurrentIndex(0);
-        } else {
-            userChose_ = true;
-        }
+    connect(combo_, &QComboBox::activated, this, [this] {
+        userChose_ = true;
         Q_EMIT destinationChanged(destination());
+    });
+    connect(browse_, &QToolButton::clicked, this, [this] {
+        auto *dialog = new QFileDialog(this, tr("Copy into"), destination());
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->setFileMode(QFileDialog::Directory);
+        dialog->setOption(QFileDialog::ShowDirsOnly);
+        connect(dialog, &QFileDialog::fileSelected, this, [this](const QString &dir) {
+            setDestination(dir);
+            Q_EMIT destinationChanged(destination());
+        });
+        dialog->open();
     });
     rebuild();
 }
@@ -54,7 +65,7 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
 QString DestinationPicker::destination() const
 {
     const int kind = combo_->currentData(Qt::UserRole + 1).toInt();
-    return kind == ChooseEntry || kind == UnmountedEntry ? QString() : combo_->currentData().toString();
+    return kind == UnmountedEntry ? QString() : combo_->currentData().toString();
 }
 
 QString DestinationPicker::deviceToMount() const
@@ -110,8 +121,6 @@ void DestinationPicker::rebuild()
         combo_->addItem(QIcon::fromTheme(QStringLiteral("user-home")), tr("Home folder (%1)").arg(home), home);
         combo_->setItemData(combo_->count() - 1, FolderEntry, Qt::UserRole + 1);
     }
-    combo_->addItem(QIcon::fromTheme(QStringLiteral("folder-open")), tr("Choose a folder…"), QString());
-    combo_->setItemData(combo_->count() - 1, ChooseEntry, Qt::UserRole + 1);
     // What is selected stays selected while it exists: a folder the user chose, or a device (another stick
     // coming or going does not move the selection). Otherwise the first device (a stick just plugged in) is
     // the likeliest destination.

@@ -10,6 +10,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QToolButton;
 
 namespace SaneCopy {
 
@@ -28,6 +29,8 @@ public:
     void setDevices(const QList<Device> &devices);
     int deviceCount() const { return int(devices_.size()); }
     const QList<Device> &devices() const { return devices_; }
+    QComboBox *list() const { return combo_; }
+    QToolButton *browseButton() const { return browse_; }
 
 public Q_SLOTS:
     void refreshDevices();
@@ -41,6 +44,7 @@ private:
     void rebuild();
 
     QComboBox *combo_;
+    QToolButton *browse_;
     QList<Device> devices_;
     QString custom_;
     bool userChose_ = false;

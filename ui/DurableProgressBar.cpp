@@ -27,6 +27,16 @@ void DurableProgressBar::setFractions(double durable, double written)
     update();
 }
 
+void DurableProgressBar::setOutcome(const QString &outcome)
+{
+    if (outcome == outcome_)
+        return;
+    outcome_ = outcome;
+    setAccessibleDescription(outcome_.isEmpty() ? tr("%1 % on the device").arg(int(std::floor(durable_ * 100)))
+                                                : outcome_);
+    update();
+}
+
 QSize DurableProgressBar::sizeHint() const { return {240, fontMetrics().height() + 8}; }
 QSize DurableProgressBar::minimumSizeHint() const { return {60, fontMetrics().height() + 4}; }
 
@@ -40,6 +50,14 @@ void DurableProgressBar::paintEvent(QPaintEvent *)
     QPainterPath frame;
     frame.addRoundedRect(r, radius, radius);
     p.fillPath(frame, pal.color(QPalette::Base));
+    if (!outcome_.isEmpty()) {
+        p.fillPath(frame, pal.color(QPalette::Window));
+        p.setPen(pal.color(QPalette::Mid));
+        p.drawPath(frame);
+        p.setPen(pal.color(QPalette::Text));
+        p.drawText(rect(), Qt::AlignCenter, outcome_);
+        return;
+    }
     p.setClipPath(frame);
     const QColor solid = pal.color(QPalette::Highlight);
     QColor light = solid;

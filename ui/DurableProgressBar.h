@@ -14,6 +14,10 @@ public:
     explicit DurableProgressBar(QWidget *parent = nullptr);
 
     void setFractions(double durable, double written);
+    // A job that ended without finishing (cancelled, its device removed): the bar says so in words, on a
+    // neutral track, instead of a coloured partial fill that reads as "still going". Empty: progress as usual.
+    void setOutcome(const QString &outcome);
+    QString outcome() const { return outcome_; }
     double durable() const { return durable_; }
     double written() const { return written_; }
     QSize sizeHint() const override;
@@ -25,6 +29,7 @@ protected:
 private:
     double durable_ = 0;
     double written_ = 0;
+    QString outcome_;
 };
 
 } // namespace SaneCopy

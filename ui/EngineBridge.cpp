@@ -98,6 +98,7 @@ EngineBridge::EngineBridge(QObject *parent, double tickSeconds)
     : QObject(parent), queue_(std::make_unique<sanecopy::JobQueue>(tickSeconds))
 {
     qRegisterMetaType<SaneCopy::JobProgress>();
+    qRegisterMetaType<SaneCopy::PlanSummary>();
 }
 
 EngineBridge::~EngineBridge()
@@ -152,6 +153,7 @@ static sanecopy::JobSpec specFor(const EngineBridge::Options &options)
     spec.move = options.move;
     spec.manifest = options.manifest;
     spec.resume = options.resume;
+    spec.fit_to_space = options.fitToSpace;
     return spec;
 }
 
@@ -253,21 +255,30 @@ void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const Q
     // Walking a tree may take a while: never on the GUI thread.
     std::thread([guard, requestId, spec] {
         const sanecopy::JobPlan plan = sanecopy::plan_job(spec);
-        QStringList problems;
+        PlanSummary summary;
         for (const std::string &line : plan.problems())
-            problems << qs(line);
-        const qint64 total = qint64(plan.total_bytes), files = qint64(plan.files);
-        const QString mount = qs(plan.device.mount_point), block = qs(plan.device.block_device);
-        const bool removable = plan.device.removable;
-        int badNames = 0;
+            summary.problems << qs(line);
+        summary.totalBytes = qint64(plan.total_bytes);
+        summary.files = qint64(plan.files);
+        summary.mountPoint = qs(plan.device.mount_point);
+        summary.blockDevice = qs(plan.device.block_device);
+        summary.removable = plan.device.removable;
         for (const auto &entry : plan.left_out)
-            badNames += entry.reason == sanecopy::LeftOut::RefusedName;
+            summary.badNames += entry.reason == sanecopy::LeftOut::RefusedName;
+        if (!plan.space.ok()) {
+            // What "copy what fits" would copy: the same plan, fitted (a second walk, still off the GUI thread).
+            sanecopy::JobSpec fit = spec;
+            fit.fit_to_space = true;
+            const sanecopy::JobPlan fitted = sanecopy::plan_job(fit);
+            summary.fitFiles = qint64(fitted.files);
+            summary.fitBytes = qint64(fitted.total_bytes);
+        }
         // The application object outlives this thread; the bridge may not, hence the guard checked over there.
         QMetaObject::invokeMethod(
             QCoreApplication::instance(),
-            [guard, requestId, problems, total, files, mount, block, removable, badNames] {
+            [guard, requestId, summary] {
                 if (guard)
-                    Q_EMIT guard->planned(requestId, problems, total, files, mount, block, removable, badNames);
+                    Q_EMIT guard->planned(requestId, summary);
             },
             Qt::QueuedConnection);
     }).detach();

@@ -39,6 +39,21 @@ struct JobProgress {
     qint64 ownDirtyBytes = -1;
 };
 
+// What a plan found, before the first byte (EngineBridge::planAsync).
+struct PlanSummary {
+    QStringList problems; // one line each, for the dialog
+    qint64 totalBytes = 0;
+    qint64 files = 0;     // files and links that will be copied
+    QString mountPoint;
+    QString blockDevice;
+    bool removable = false;
+    int badNames = 0;     // problems that are names the target refuses (a safe name would fix them)
+    // When not everything fits on the device: what "copy what fits" would copy (JobSpec::fit_to_space);
+    // fitFiles is -1 when everything fits.
+    qint64 fitFiles = -1;
+    qint64 fitBytes = 0;
+};
+
 class EngineBridge : public QObject {
     Q_OBJECT
 public:
@@ -53,6 +68,7 @@ public:
         bool move = false;          // Safe Move: sources removed once their copies are on the device
         bool manifest = false;      // SHA256SUMS on the destination
         bool resume = false;        // finishing an interrupted copy (sanecopy::JobSpec::resume)
+        bool fitToSpace = false;    // copy what fits when not everything does (sanecopy::JobSpec::fit_to_space)
     };
 
     explicit EngineBridge(QObject *parent = nullptr, double tickSeconds = 0.2);
@@ -86,10 +102,8 @@ Q_SIGNALS:
     void conflictAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &target,
                        qint64 sourceSize, qint64 targetSize, bool targetIsFolder);
     void errorAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &message);
-    // |badNames|: how many of the problems are names the target refuses (a safe name would fix them).
     void discarded(quint64 requestId, qint64 partFilesRemoved, const QStringList &errors);
-    void planned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
-                 const QString &mountPoint, const QString &blockDevice, bool removable, int badNames);
+    void planned(quint64 requestId, const SaneCopy::PlanSummary &plan);
 
 private:
     class Observer;
@@ -110,3 +124,4 @@ private:
 } // namespace SaneCopy
 
 Q_DECLARE_METATYPE(SaneCopy::JobProgress)
+Q_DECLARE_METATYPE(SaneCopy::PlanSummary)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "JobModel.h"
 
+#include <cmath>
+
 #include "Format.h"
 #include "job_control.h"
 
@@ -168,6 +170,12 @@ QVariant JobModel::data(const QModelIndex &index, int role) const
         return row.deviceRemoved;
     case FinishedRole:
         return row.finished;
+    case OutcomeRole:
+        if (!row.finished)
+            return QString();
+        return row.cancelled       ? tr("Cancelled")
+               : row.deviceRemoved ? tr("Device removed at %1 %").arg(int(std::floor(100 * double(p.durableBytes) / total)))
+                                   : QString();
     default:
         return {};
     }

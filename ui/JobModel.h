@@ -34,6 +34,7 @@ public:
         OwnDirtyRole,
         DeviceRemovedRole,   // the job ended because its device went away
         FinishedRole,        // the engine is done with the job, however it ended
+        OutcomeRole,         // what the bar says instead of a percentage once the job ended unfinished; else empty
     };
 
     explicit JobModel(QObject *parent = nullptr);

@@ -3,6 +3,7 @@
 
 #include "DestinationPicker.h"
 #include "DolphinHook.h"
+#include "Format.h"
 #include "EngineBridge.h"
 #include "JobModel.h"
 #include "Notifier.h"
@@ -14,6 +15,7 @@
 #include "Udisks.h"
 #include "UnfinishedDialog.h"
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
 #include <QCoreApplication>
@@ -28,7 +30,9 @@
 #include <QPointer>
 #include <QPushButton>
 #include <QSet>
+#include <QShortcut>
 #include <QSplitter>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <thread>
@@ -53,6 +57,24 @@ QIcon appIcon()
     Q_UNUSED(registered)
     return QIcon::fromTheme(QStringLiteral("io.github.sanecopy.SaneCopy"),
                             QIcon(QStringLiteral(":/icons/io.github.sanecopy.SaneCopy.svg")));
+}
+
+// What the journal keeps of a copy, and back: the choices that make it the same copy when it is resumed.
+JournalEntry journalEntryFor(const EngineBridge::Options &o)
+{
+    return {{}, o.sources, o.destination, o.verify, o.renameInvalid, o.move, o.manifest, {}};
+}
+
+EngineBridge::Options optionsFor(const JournalEntry &e)
+{
+    EngineBridge::Options o;
+    o.sources = e.sources;
+    o.destination = e.destination;
+    o.verify = e.verify;
+    o.renameInvalid = e.renameInvalid;
+    o.move = e.move;
+    o.manifest = e.manifest;
+    return o;
 }
 
 } // namespace
@@ -142,12 +164,45 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     connect(queue_, &QueueView::cancelRequested, bridge_, &EngineBridge::cancel);
     connect(queue_, &QueueView::ejectRequested, this, &MainWindow::eject);
 
-    if (DolphinHook::insideFlatpak())
-        addDolphinHookMenu();
+    addMenus();
 
     destination_->refreshDevices();
     updateHint();
     resize(900, 720);
+}
+
+void MainWindow::addMenus()
+{
+    QMenu *file = menuBar()->addMenu(tr("&File"));
+    QAction *quit = file->addAction(QIcon::fromTheme(QStringLiteral("application-exit")), tr("&Quit"), this,
+                                    &QWidget::close);
+    // The platform's Quit keys; a platform theme that knows none (offscreen, some minimal desktops) gets Ctrl+Q.
+    QList<QKeySequence> quitKeys = QKeySequence::keyBindings(QKeySequence::Quit);
+    if (quitKeys.isEmpty())
+        quitKeys << QKeySequence(Qt::CTRL | Qt::Key_Q);
+    quit->setShortcuts(quitKeys);
+    addAction(quit); // the window's own too: the shortcut works wherever the focus is, menu bar or not
+    if (DolphinHook::insideFlatpak())
+        addDolphinHookMenu();
+    QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(windowIcon(), tr("&About SaneCopy"), this, [this] {
+        QMessageBox::about(
+            this, tr("About SaneCopy"),
+            tr("<h3>SaneCopy %1</h3><p>Copies files at the device's own speed: when it says done, the data is on "
+               "the device, and safe to unplug.</p><p>Licence: GNU General Public License, version 2 or later.</p>"
+               "<p><a href=\"%2\">%2</a>: how it works, what it promises, and sanecp for the terminal.</p>")
+                .arg(QStringLiteral(SANECOPY_VERSION), QStringLiteral("https://github.com/sanecopy/sanecopy#readme")));
+    });
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+    // Enter starts the copy when it can, wherever the focus is in the window: the Copy button is the
+    // default, and a main window has no default button of its own.
+    for (const QKeySequence &key : {QKeySequence(Qt::Key_Return), QKeySequence(Qt::Key_Enter)}) {
+        auto *enter = new QShortcut(key, this);
+        connect(enter, &QShortcut::activated, this, [this] {
+            if (copy_->isEnabled())
+                copy_->click();
+        });
+    }
 }
 
 void MainWindow::addDolphinHookMenu()
@@ -244,17 +299,15 @@ void MainWindow::settleUnfinished(const QList<JournalEntry> &entries, const QLis
             if (dialog->choice() == UnfinishedDialog::Choice::Later)
                 break;
             taken.insert(e.key);
-            PendingCopy copy{e.sources, e.destination, e.verify, e.renameInvalid, e.move, e.manifest, true, e.key};
+            PendingCopy copy{optionsFor(e), e.key};
+            copy.options.resume = true;
             const quint64 id = nextPlan_++;
             if (dialog->choice() == UnfinishedDialog::Choice::Resume) {
                 planning_.insert(id, copy);
-                bridge_->planAsync(id, copy.sources, copy.destination);
+                bridge_->planAsync(id, copy.options.sources, copy.options.destination);
             } else {
                 discarding_.insert(id, e.key);
-                EngineBridge::Options options;
-                options.sources = e.sources;
-                options.destination = e.destination;
-                options.renameInvalid = e.renameInvalid;
+                const EngineBridge::Options options = optionsFor(e);
                 bridge_->discardAsync(id, options);
             }
         }
@@ -320,80 +373,92 @@ void MainWindow::startCopy()
         return;
     }
     const quint64 id = nextPlan_++;
-    planning_.insert(id, {sources, destination, verify_->isChecked(), false, move_->isChecked(), manifest_->isChecked(),
-                          false, {}});
+    PendingCopy copy;
+    copy.options.sources = sources;
+    copy.options.destination = destination;
+    copy.options.verify = verify_->isChecked();
+    copy.options.move = move_->isChecked();
+    copy.options.manifest = manifest_->isChecked();
+    planning_.insert(id, copy);
     copy_->setEnabled(false);
     hint_->setText(tr("Checking the destination…"));
     bridge_->planAsync(id, sources, destination);
 }
 
-void MainWindow::onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
-                           const QString &mountPoint, const QString &blockDevice, bool removable, int badNames)
+void MainWindow::onPlanned(quint64 requestId, const PlanSummary &plan)
 {
-    Q_UNUSED(totalBytes)
     if (!planning_.contains(requestId))
         return;
     PendingCopy copy = planning_.take(requestId);
-    if (copy.resume) {
-        // Its problems were shown when it was first queued; much of it is on the device already.
-        queueCopy(copy, mountPoint, blockDevice, removable);
-        return;
-    }
-    sources_->clear();
     updateHint();
-    if (problems.isEmpty()) {
-        queueCopy(copy, mountPoint, blockDevice, removable);
+    // A resumed copy's problems were shown when it was first queued; much of it is on the device already.
+    if (copy.options.resume || plan.problems.isEmpty()) {
+        queueCopy(copy, plan);
         return;
     }
-    // Problems are shown before the first byte is written, and the user decides.
+    // Problems are shown before the first byte is written, and the user decides. The list of what to copy
+    // stays until a copy is queued: Cancel or another destination keep it.
     auto *box = new QMessageBox(this);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setWindowModality(Qt::WindowModal);
     box->setIcon(QMessageBox::Warning);
     box->setWindowTitle(tr("Before copying"));
-    box->setText(files > 0 || badNames > 0 ? tr("Some of this can't be copied to %1.").arg(displayPath(copy.destination))
-                                           : tr("Nothing of this can be copied to %1.").arg(displayPath(copy.destination)));
-    box->setInformativeText(problems.mid(0, 8).join(QLatin1Char('\n')) +
-                            (problems.size() > 8 ? tr("\n… and %1 more.").arg(problems.size() - 8) : QString()));
-    box->setDetailedText(problems.join(QLatin1Char('\n')));
-    QPushButton *go = files > 0 ? box->addButton(tr("Copy the rest"), QMessageBox::AcceptRole) : nullptr;
+    const bool noRoom = plan.fitFiles >= 0;
+    const qint64 going = noRoom ? plan.fitFiles : plan.files;
+    box->setText(going > 0 || plan.badNames > 0
+                     ? tr("Some of this can't be copied to %1.").arg(displayPath(copy.options.destination))
+                     : tr("Nothing of this can be copied to %1.").arg(displayPath(copy.options.destination)));
+    box->setInformativeText(plan.problems.mid(0, 8).join(QLatin1Char('\n')) +
+                            (plan.problems.size() > 8 ? tr("\n… and %1 more.").arg(plan.problems.size() - 8) : QString()));
+    box->setDetailedText(plan.problems.join(QLatin1Char('\n')));
+    // Each button copies what its label says: without room for everything, the files that fit, in order.
+    QPushButton *go = nullptr;
+    if (going > 0)
+        go = box->addButton(noRoom ? tr("Copy What Fits (%1 of the files, %2)")
+                                         .arg(plan.fitFiles)
+                                         .arg(formatBytes(double(plan.fitBytes)))
+                                   : tr("Copy the Rest (%1 files)").arg(plan.files),
+                            QMessageBox::AcceptRole);
     // Names FAT/exFAT refuse can still go, under a safe name ('_' for what the filesystem can't store).
-    QPushButton *rename = badNames > 0 ? box->addButton(tr("Copy with safe names"), QMessageBox::AcceptRole) : nullptr;
-    box->addButton(files > 0 || badNames > 0 ? QMessageBox::Cancel : QMessageBox::Close);
+    QPushButton *rename = plan.badNames > 0 && !noRoom
+                              ? box->addButton(tr("Copy with Safe Names"), QMessageBox::AcceptRole)
+                              : nullptr;
+    QPushButton *elsewhere = box->addButton(tr("Choose Another Destination"), QMessageBox::ResetRole);
+    QPushButton *cancel = box->addButton(QMessageBox::Cancel);
+    box->setDefaultButton(go ? go : rename ? rename : elsewhere);
+    box->setEscapeButton(cancel);
     connect(box, &QMessageBox::finished, this, [=, this]() mutable {
-        if (rename && box->clickedButton() == rename) {
-            copy.renameInvalid = true;
-            queueCopy(copy, mountPoint, blockDevice, removable);
-        } else if (go && box->clickedButton() == go) {
-            queueCopy(copy, mountPoint, blockDevice, removable);
+        QAbstractButton *clicked = box->clickedButton(); // none when the box was closed otherwise
+        if (clicked && (clicked == go || clicked == rename)) {
+            copy.options.renameInvalid = clicked == rename;
+            copy.options.fitToSpace = noRoom;
+            queueCopy(copy, plan);
+        } else if (clicked == elsewhere) {
+            destination_->browseButton()->setFocus(Qt::OtherFocusReason);
+            hint_->setText(tr("Choose another destination for the same files, then press Copy."));
         }
     });
     box->open();
-    Q_EMIT problemsShown(problems);
+    Q_EMIT problemsShown(plan.problems);
 }
 
-void MainWindow::queueCopy(const PendingCopy &copy, const QString &mountPoint, const QString &blockDevice, bool removable)
+void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
 {
-    EngineBridge::Options options;
-    options.sources = copy.sources;
-    options.destination = copy.destination;
-    options.verify = copy.verify;
-    options.renameInvalid = copy.renameInvalid;
-    options.move = copy.move;
-    options.manifest = copy.manifest;
-    options.resume = copy.resume;
+    const EngineBridge::Options &options = copy.options;
+    if (!options.resume)
+        sources_->clear(); // queued: the list is free for the next copy
+    updateHint();
     QString key = copy.journalKey;
     if (key.isEmpty())
-        key = journal_->record({{}, copy.sources, copy.destination, copy.verify, copy.renameInvalid, copy.move,
-                                copy.manifest, {}});
+        key = journal_->record(journalEntryFor(options));
     const quint64 jobId = bridge_->submit(options);
     journalKeys_.insert(jobId, key);
-    const QString what = copy.sources.size() == 1 ? QFileInfo(displayPath(copy.sources.first())).fileName()
-                                                  : tr("%1 items").arg(copy.sources.size());
-    const QString dest = displayPath(copy.destination);
+    const QString what = options.sources.size() == 1 ? QFileInfo(displayPath(options.sources.first())).fileName()
+                                                     : tr("%1 items").arg(options.sources.size());
+    const QString dest = displayPath(options.destination);
     const QString where = QFileInfo(dest).fileName().isEmpty() ? dest : QFileInfo(dest).fileName();
-    model_->addJob(jobId, copy.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),
-                   dest, mountPoint, blockDevice, removable);
+    model_->addJob(jobId, options.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),
+                   dest, plan.mountPoint, plan.blockDevice, plan.removable);
     Q_EMIT jobQueued(jobId);
 }
 

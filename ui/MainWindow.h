@@ -6,6 +6,7 @@
 #pragma once
 
 #include "CommandLine.h"
+#include "EngineBridge.h"
 
 #include "JobJournal.h"
 
@@ -72,25 +73,21 @@ protected:
     void closeEvent(QCloseEvent *event) override;
 
 private:
+    // A copy on its way to the queue: planned, maybe asked about, then submitted.
     struct PendingCopy {
-        PathList sources;
-        QByteArray destination;
-        bool verify = false;
-        bool renameInvalid = false;
-        bool move = false;
-        bool manifest = false;
-        bool resume = false;      // finishing an unfinished copy: its problems were shown the first time
-        QString journalKey;       // its record, when it has one already
+        EngineBridge::Options options; // resume: finishing an unfinished copy, whose problems were shown already
+        QString journalKey;            // its record, when it has one already
     };
-    void onPlanned(quint64 requestId, const QStringList &problems, qint64 totalBytes, qint64 files,
-                   const QString &mountPoint, const QString &blockDevice, bool removable, int badNames);
-    void queueCopy(const PendingCopy &copy, const QString &mountPoint, const QString &blockDevice, bool removable);
+    void onPlanned(quint64 requestId, const PlanSummary &plan);
+    void queueCopy(const PendingCopy &copy, const PlanSummary &plan);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
     void settleUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present);
     void eject(quint64 jobId);
     void updateHint();
     // Settings > Add to / Remove from Dolphin's context menu, inside flatpak only (see DolphinHook.h).
     void addDolphinHookMenu();
+    // File > Quit (Ctrl+Q), Help > About; Enter presses Copy.
+    void addMenus();
 
     EngineBridge *bridge_;
     JobModel *model_;

@@ -69,6 +69,7 @@ void JobRow::refresh()
     const QModelIndex i = model_->index(row);
     title_->setText(i.data(JobModel::TitleRole).toString());
     bar_->setFractions(i.data(JobModel::DurableFractionRole).toDouble(), i.data(JobModel::WrittenFractionRole).toDouble());
+    bar_->setOutcome(i.data(JobModel::OutcomeRole).toString());
     status_->setText(i.data(JobModel::StatusRole).toString());
     const QStringList problems = i.data(JobModel::ProblemsRole).toStringList();
     status_->setToolTip(problems.join(QLatin1Char('\n')));

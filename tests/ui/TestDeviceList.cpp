@@ -5,6 +5,7 @@
 #include "DeviceWatcher.h"
 
 #include <QComboBox>
+#include <QToolButton>
 #include <QDir>
 #include <QFile>
 #include <QSignalSpy>
@@ -73,7 +74,9 @@ private Q_SLOTS:
         QVERIFY(combo);
         QCOMPARE(combo->itemData(0).toString(), QStringLiteral("/media/anna/STICK"));
         QCOMPARE(picker.destination(), QStringLiteral("/media/anna/STICK"));
-        QVERIFY(combo->itemText(combo->count() - 1).startsWith(QStringLiteral("Choose")));
+        // Then the home folder; any other folder is behind Browse…, not an entry that opens a dialog.
+        QVERIFY(combo->itemText(combo->count() - 1).startsWith(QStringLiteral("Home folder")));
+        QVERIFY(picker.browseButton()->isVisibleTo(&picker));
         picker.setDestination(QStringLiteral("/srv/backup"));
         QCOMPARE(picker.destination(), QStringLiteral("/srv/backup"));
     }

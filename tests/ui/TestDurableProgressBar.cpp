@@ -33,6 +33,21 @@ private Q_SLOTS:
         QVERIFY(light != empty);
         QVERIFY(solid != empty);
     }
+
+    void anEndedJobSaysSoWithoutAColouredFill()
+    {
+        DurableProgressBar bar;
+        bar.resize(200, 20);
+        bar.setFractions(0.72, 0.9);
+        bar.setOutcome(QStringLiteral("Cancelled"));
+        QCOMPARE(bar.accessibleDescription(), QStringLiteral("Cancelled"));
+        const QImage img = bar.grab().toImage();
+        const QColor highlight = bar.palette().color(QPalette::Highlight);
+        for (int x = 2; x < 198; x += 4)
+            QVERIFY2(img.pixelColor(x, 2) != highlight, qPrintable(QString::number(x)));
+        bar.setOutcome({});
+        QVERIFY(bar.grab().toImage().pixelColor(20, 2) == highlight);
+    }
 };
 
 QTEST_MAIN(TestDurableProgressBar)

@@ -143,7 +143,7 @@ private Q_SLOTS:
                          QFile::encodeName(dir.filePath(QStringLiteral("out"))));
         QVERIFY(planned.wait(10000));
         QCOMPARE(planned.first().at(0).toULongLong(), quint64(42));
-        const QStringList problems = planned.first().at(1).toStringList();
+        const QStringList problems = planned.first().at(1).value<PlanSummary>().problems;
         QCOMPARE(problems.size(), 1);
         QVERIFY(problems.first().contains(QStringLiteral("No such file")));
         QVERIFY(QDir(dir.filePath(QStringLiteral("out"))).isEmpty());

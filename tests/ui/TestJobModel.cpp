@@ -66,6 +66,7 @@ private Q_SLOTS:
         model.onProgress(progress(1, JobState::Running, 100, 100, 100));
         if (finished)
             model.onFinished(1, true, false, 100, 1, 0);
+        QVERIFY(model.index(0).data(JobModel::OutcomeRole).toString().isEmpty()); // running or done: a bar
         QCOMPARE(model.index(0).data(JobModel::DurableFractionRole).toDouble(), fraction);
     }
 
@@ -90,6 +91,7 @@ private Q_SLOTS:
         QVERIFY(!i.data(JobModel::SafeToUnplugRole).toBool());
         QVERIFY(i.data(JobModel::StatusRole).toString().contains(QStringLiteral("nothing left to write")));
         QCOMPARE(JobState(i.data(JobModel::StateRole).toInt()), JobState::Cancelled);
+        QCOMPARE(i.data(JobModel::OutcomeRole).toString(), QStringLiteral("Cancelled"));
     }
 
     void pulledStickSaysTheDeviceWasRemovedNeverSafeToUnplug()
@@ -116,6 +118,7 @@ private Q_SLOTS:
         QVERIFY(!i.data(JobModel::SafeToUnplugRole).toBool());
         QVERIFY(!i.data(JobModel::CanEjectRole).toBool()); // there is nothing left to eject
         QCOMPARE(JobState(i.data(JobModel::StateRole).toInt()), JobState::Failed);
+        QCOMPARE(i.data(JobModel::OutcomeRole).toString(), QStringLiteral("Device removed at 30 %"));
     }
 
     void problemsAreCollectedPerJob()

@@ -7,6 +7,11 @@
 #include "QueueView.h"
 #include "QuestionDialogs.h"
 #include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QMenu>
+#include <QMenuBar>
+#include <QTimer>
 #include <QToolButton>
 #include "SourceDropArea.h"
 #include "DurableProgressBar.h"
@@ -15,6 +20,9 @@
 #include <QProcess>
 #include <QMimeData>
 #include <cstdio>
+#include <QScopeGuard>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <QLabel>
@@ -77,6 +85,73 @@ private Q_SLOTS:
         QVERIFY(!jobRow->cancelButton()->isVisible());
     }
 
+    void enterStartsTheCopyAndCtrlQQuits()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir(dir.path()).mkdir(QStringLiteral("out"));
+        QFile f(dir.filePath(QStringLiteral("a.txt")));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("a");
+        f.close();
+        MainWindow w;
+        w.show();
+        w.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&w));
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        QTest::keyClick(&w, Qt::Key_Return); // nothing to copy yet: nothing happens
+        QCOMPARE(queued.count(), 0);
+        w.sourceArea()->addSources({QFile::encodeName(f.fileName())});
+        w.destinationPicker()->setDestination(dir.filePath(QStringLiteral("out")));
+        w.destinationPicker()->list()->setFocus();
+        QTest::keyClick(w.destinationPicker()->list(), Qt::Key_Return);
+        QVERIFY(queued.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QTest::keyClick(&w, Qt::Key_Q, Qt::ControlModifier);
+        QTRY_VERIFY(!w.isVisible());
+    }
+
+    void arrowingThroughDestinationsOpensNoDialog()
+    {
+        MainWindow w;
+        w.show();
+        QComboBox *list = w.destinationPicker()->list();
+        list->setFocus();
+        for (int i = 0; i < list->count() + 2; ++i) {
+            QTest::keyClick(list, Qt::Key_Down);
+            QVERIFY(!QApplication::activeModalWidget());
+        }
+        for (int i = 0; i < list->count(); ++i)
+            QVERIFY(!list->itemData(i).toString().isEmpty()); // every entry is a place to copy to
+        // The folder dialog is one button away, and only there.
+        w.destinationPicker()->browseButton()->click();
+        QTRY_VERIFY(w.destinationPicker()->findChild<QFileDialog *>());
+        w.destinationPicker()->findChild<QFileDialog *>()->reject();
+    }
+
+    void helpSaysWhatAndWhichVersion()
+    {
+        MainWindow w;
+        QStringList menus;
+        QAction *about = nullptr;
+        for (QAction *menu : w.menuBar()->actions()) {
+            menus << menu->text();
+            for (QAction *a : menu->menu()->actions())
+                if (a->text() == QStringLiteral("&About SaneCopy"))
+                    about = a;
+        }
+        QCOMPARE(menus.first(), QStringLiteral("&File"));
+        QCOMPARE(menus.last(), QStringLiteral("&Help"));
+        QVERIFY(about);
+        QTimer::singleShot(0, &w, [] {
+            auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+            QVERIFY(box);
+            QVERIFY(box->text().contains(QStringLiteral(SANECOPY_VERSION)));
+            QVERIFY(box->text().contains(QStringLiteral("version 2 or later")));
+            box->accept();
+        });
+        about->trigger();
+    }
+
     void problemsAreShownBeforeTheFirstByte()
     {
         QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
@@ -97,6 +172,71 @@ private Q_SLOTS:
         box->reject();
         QCOMPARE(queued.count(), 0);
         QVERIFY(QDir(dir.filePath(QStringLiteral("out"))).isEmpty());
+    }
+
+    void copyWhatFitsCopiesWhatFitsAndCancelKeepsTheList()
+    {
+        if (::geteuid() != 0)
+            QSKIP("SKIP: needs root to mount a small tmpfs in a private mount namespace");
+        // The mount lives in this process's own namespace: it goes with the process even if the test fails.
+        QVERIFY(::unshare(CLONE_NEWNS) == 0);
+        QVERIFY(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0);
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir d(dir.path());
+        QVERIFY(d.mkpath(QStringLiteral("stick")) && d.mkpath(QStringLiteral("src/c")));
+        const QByteArray stick = QFile::encodeName(d.filePath(QStringLiteral("stick")));
+        QVERIFY(::mount("sanecopy-test", stick.constData(), "tmpfs", 0, "size=8m") == 0);
+        auto unmount = qScopeGuard([&] { ::umount2(stick.constData(), MNT_DETACH); });
+        auto write = [&](const QString &name, qint64 size) {
+            QFile f(d.filePath(name));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray(size, 'x'));
+        };
+        write(QStringLiteral("src/a.bin"), 5 << 20);
+        write(QStringLiteral("src/b.bin"), 5 << 20); // no room left for this one
+        for (int i = 0; i < 3; ++i)
+            write(QStringLiteral("src/c/f%1").arg(i), 100 << 10);
+        MainWindow w;
+        w.show();
+        const PathList sources{QFile::encodeName(d.filePath(QStringLiteral("src/a.bin"))),
+                               QFile::encodeName(d.filePath(QStringLiteral("src/b.bin"))),
+                               QFile::encodeName(d.filePath(QStringLiteral("src/c")))};
+        w.sourceArea()->addSources(sources);
+        w.destinationPicker()->setDestination(QFile::decodeName(stick));
+        QSignalSpy problems(&w, &MainWindow::problemsShown);
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        auto buttonOf = [&](const QString &start) -> QPushButton * {
+            auto *box = w.findChild<QMessageBox *>();
+            for (QAbstractButton *b : box ? box->buttons() : QList<QAbstractButton *>())
+                if (b->text().startsWith(start))
+                    return qobject_cast<QPushButton *>(b);
+            return nullptr;
+        };
+        w.startCopy();
+        QVERIFY(problems.wait(10000));
+        QVERIFY(problems.first().first().toStringList().join(QLatin1Char(' ')).contains(QStringLiteral("not enough space")));
+        QVERIFY(!buttonOf(QStringLiteral("Copy the Rest"))); // it would copy nothing
+        QVERIFY(buttonOf(QStringLiteral("Cancel")));
+        buttonOf(QStringLiteral("Cancel"))->click();
+        QTRY_VERIFY(!w.findChild<QMessageBox *>());
+        QCOMPARE(w.sourceArea()->sources(), sources); // the list is kept
+        w.startCopy();
+        QVERIFY(problems.wait(10000));
+        QPushButton *fits = buttonOf(QStringLiteral("Copy What Fits"));
+        QVERIFY(fits);
+        QVERIFY2(fits->text().contains(QStringLiteral("4 of the files")), qPrintable(fits->text()));
+        fits->click();
+        QVERIFY(queued.count() == 1 || queued.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::FinishedRole).toBool(), 20000);
+        QVERIFY(QFile::exists(d.filePath(QStringLiteral("stick/a.bin"))));
+        QVERIFY(!QFile::exists(d.filePath(QStringLiteral("stick/b.bin"))));
+        for (int i = 0; i < 3; ++i)
+            QCOMPARE(QFileInfo(d.filePath(QStringLiteral("stick/c/f%1").arg(i))).size(), qint64(100 << 10));
+        const QStringList left = w.model()->index(0).data(JobModel::ProblemsRole).toStringList();
+        QCOMPARE(left.size(), 1);
+        QVERIFY2(left.first().contains(QStringLiteral("b.bin")) && left.first().contains(QStringLiteral("no room")),
+                 qPrintable(left.first()));
+        QVERIFY(w.sourceArea()->sources().isEmpty()); // queued: the list is free again
     }
 
     void conflictDialogAppliesToAll()

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// One window per session: a second sanecopy hands its files to the first over D-Bus and exits 0. Runs a private
+// dbus-daemon, never the user's session bus. The second sanecopy is this binary run again with --hand-over,
+// which does what sanecopy's main() does first.
+#include "JobModel.h"
+#include "MainWindow.h"
+#include "SingleInstance.h"
+#include "SourceDropArea.h"
+
+#include <QApplication>
+#include <QDBusConnection>
+#include <QFile>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace SaneCopy;
+
+class TestSingleInstance : public QObject {
+    Q_OBJECT
+
+    QProcess bus_;
+    QString address_;
+
+    // The second sanecopy, with ARGS (hex-encoded on the way: QProcess passes arguments as text, and a name
+    // that is not UTF-8 would not survive it); returns its exit code.
+    int handOver(const QList<QByteArray> &bytes)
+    {
+        QStringList args;
+        for (const QByteArray &b : bytes)
+            args << QString::fromLatin1(b.toHex());
+        QProcess second;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), address_);
+        second.setProcessEnvironment(env);
+        second.setProcessChannelMode(QProcess::ForwardedChannels);
+        second.start(QCoreApplication::applicationFilePath(), QStringList{QStringLiteral("--hand-over")} + args);
+        // The first window answers from this thread's event loop: wait with it running.
+        QSignalSpy done(&second, &QProcess::finished);
+        if (!done.wait(20000))
+            return -1;
+        return second.exitCode();
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (QStandardPaths::findExecutable(QStringLiteral("dbus-daemon")).isEmpty())
+            QSKIP("SKIP: dbus-daemon is missing (Debian: dbus); packaging/dev.sh installs it");
+        bus_.start(QStringLiteral("dbus-daemon"), {QStringLiteral("--session"), QStringLiteral("--nofork"),
+                                                   QStringLiteral("--print-address=1")});
+        QVERIFY(bus_.waitForReadyRead(10000));
+        address_ = QString::fromUtf8(bus_.readLine()).trimmed();
+        QVERIFY(!address_.isEmpty());
+    }
+
+    void cleanupTestCase()
+    {
+        bus_.kill();
+        bus_.waitForFinished();
+    }
+
+    void aSecondStartHandsItsFilesToTheFirstWindow()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        const QByteArray odd = QFile::encodeName(dir.path()) + "/caf\xe9.txt"; // not UTF-8
+        // Made from the bytes: QFile would store its text, U+FFFD for the \xe9.
+        const int fd = ::open(odd.constData(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        QVERIFY(fd >= 0);
+        QCOMPARE(::write(fd, "x", 1), ssize_t(1));
+        ::close(fd);
+        QDBusConnection bus = QDBusConnection::connectToBus(address_, QStringLiteral("first"));
+        QVERIFY(bus.isConnected());
+        {
+            MainWindow w;
+            SingleInstance instance(&w, bus);
+            QVERIFY(instance.isPrimary());
+            // Another window on the same bus is not the one.
+            MainWindow other;
+            QVERIFY(!SingleInstance(&other, QDBusConnection::connectToBus(address_, QStringLiteral("other"))).isPrimary());
+
+            QCOMPARE(handOver({odd}), 0);
+            QCOMPARE(w.sourceArea()->sources(), PathList{odd});
+            QCOMPARE(w.model()->rowCount(), 0); // no destination given: the window asks for one
+
+            QDir(dir.path()).mkdir(QStringLiteral("out"));
+            QSignalSpy queued(&w, &MainWindow::jobQueued);
+            QSignalSpy problems(&w, &MainWindow::problemsShown);
+            QCOMPARE(handOver({"--to", QFile::encodeName(dir.filePath(QStringLiteral("out"))), odd}), 0);
+            QTRY_VERIFY_WITH_TIMEOUT(queued.count() > 0 || problems.count() > 0, 10000);
+            QVERIFY2(problems.isEmpty(), qPrintable(problems.value(0).value(0).toStringList().join(QLatin1Char('\n'))));
+            QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::FinishedRole).toBool(), 20000);
+            QVERIFY(::access((QFile::encodeName(dir.filePath(QStringLiteral("out"))) + "/caf\xe9.txt").constData(), F_OK) == 0);
+        }
+        // The window is gone: nothing takes the files, and the second start opens its own window.
+        QCOMPARE(handOver({odd}), 3);
+        // QTemporaryDir removes by name as text, which misses these two.
+        ::unlink(odd.constData());
+        ::unlink((QFile::encodeName(dir.filePath(QStringLiteral("out"))) + "/caf\xe9.txt").constData());
+    }
+};
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && qstrcmp(argv[1], "--hand-over") == 0) {
+        QCoreApplication app(argc, argv);
+        QList<QByteArray> args;
+        for (int i = 2; i < argc; ++i)
+            args << QByteArray::fromHex(argv[i]);
+        return SingleInstance::handOver(parseCommandLine(args, "/")) ? 0 : 3;
+    }
+    QApplication app(argc, argv);
+    TestSingleInstance test;
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "TestSingleInstance.moc"
