@@ -7,6 +7,7 @@
 #include "EngineBridge.h"
 #include "JobModel.h"
 #include "Notifier.h"
+#include "PlasmaJobViews.h"
 #include "QueueView.h"
 #include "QuestionDialogs.h"
 #include "SourceDropArea.h"
@@ -153,6 +154,11 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     connect(bridge_, &EngineBridge::finished, this,
             [this](quint64 id, bool ok, bool cancelled, qint64 bytes) { onFinished(id, ok, cancelled, bytes); });
     connect(bridge_, &EngineBridge::planned, this, &MainWindow::onPlanned);
+    jobViews_ = new PlasmaJobViews(QDBusConnection::sessionBus(), this);
+    connect(bridge_, &EngineBridge::progress, jobViews_, &PlasmaJobViews::onProgress);
+    connect(jobViews_, &PlasmaJobViews::cancelRequested, bridge_, &EngineBridge::cancel);
+    connect(jobViews_, &PlasmaJobViews::suspendRequested, bridge_, &EngineBridge::pause);
+    connect(jobViews_, &PlasmaJobViews::resumeRequested, bridge_, &EngineBridge::resume);
     connect(bridge_, &EngineBridge::discarded, this, [this](quint64 id, qint64 removed, const QStringList &errors) {
         journal_->forget(discarding_.take(id));
         if (!errors.isEmpty())
@@ -229,6 +235,7 @@ MainWindow::~MainWindow()
 {
     // The copies still running stop here, interrupted, keeping their part files (JobQueue's destructor), and
     // only then do their journal records lose their locks: no other window can claim a copy still running.
+    jobViews_->endAll(tr("SaneCopy was closed before the copy finished; it is offered again at the next start."));
     delete questions_;
     delete bridge_;
 }
@@ -459,6 +466,7 @@ void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
     const QString where = QFileInfo(dest).fileName().isEmpty() ? dest : QFileInfo(dest).fileName();
     model_->addJob(jobId, options.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),
                    dest, plan.mountPoint, plan.blockDevice, plan.removable);
+    jobViews_->addJob(jobId, options.sources.size() == 1 ? displayPath(options.sources.first()) : what, dest);
     Q_EMIT jobQueued(jobId);
 }
 
@@ -468,6 +476,9 @@ void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes
     // A copy whose stick was pulled is unfinished: its record stays for the next start. Any other end is an end.
     const QString key = journalKeys_.take(jobId);
     const int jobRow = model_->rowOf(jobId);
+    // Plasma's view ends with the job: an error text only for a failure (a cancel is the user's own doing).
+    jobViews_->onFinished(jobId, ok || cancelled || jobRow < 0 ? QString()
+                                                               : model_->index(jobRow).data(JobModel::StatusRole).toString());
     if (jobRow >= 0 && model_->index(jobRow).data(JobModel::DeviceRemovedRole).toBool())
         journal_->release(key);
     else

@@ -24,6 +24,7 @@ namespace SaneCopy {
 class DestinationPicker;
 class EngineBridge;
 class JobModel;
+class PlasmaJobViews;
 class QueueView;
 class QuestionDialogs;
 class SourceDropArea;
@@ -103,6 +104,7 @@ private:
     TimeSeriesChart *dirty_;
     SystemMonitor *monitor_;
     QuestionDialogs *questions_;
+    PlasmaJobViews *jobViews_;
     QHash<quint64, PendingCopy> planning_;
     quint64 nextPlan_ = 1;
     std::unique_ptr<JobJournal> journal_;

@@ -153,7 +153,7 @@ def case_flatpak_manifest(args):
     for arg in ("--share=ipc", "--socket=wayland", "--socket=fallback-x11", "--filesystem=/media",
                 "--filesystem=/run/media", "--filesystem=/mnt", "--filesystem=home:ro",
                 "--system-talk-name=org.freedesktop.UDisks2", "--talk-name=org.freedesktop.Notifications",
-                "--filesystem=xdg-data/kio/servicemenus:create"):
+                "--talk-name=org.kde.kuiserver", "--filesystem=xdg-data/kio/servicemenus:create"):
         c.check(arg in finish, "finish-args has " + arg)
     for arg in ("--filesystem=host", "--filesystem=home", "--filesystem=host:rw", "--filesystem=home:rw"):
         c.check(arg not in finish, "finish-args lacks " + arg)
