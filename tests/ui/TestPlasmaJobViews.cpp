@@ -16,6 +16,8 @@
 #include <QStandardPaths>
 #include <QTest>
 
+#include "PrivateBus.h"
+
 using namespace SaneCopy;
 
 // One job view as Plasma keeps it: the last value of each call.
@@ -81,7 +83,7 @@ private:
 class TestPlasmaJobViews : public QObject {
     Q_OBJECT
 
-    QProcess bus_;
+    Test::PrivateBus bus_;
     QString address_;
 
     static JobProgress progress(quint64 id, sanecopy::JobState state, qint64 durable, qint64 written)
@@ -101,18 +103,10 @@ class TestPlasmaJobViews : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        if (QStandardPaths::findExecutable(QStringLiteral("dbus-daemon")).isEmpty())
-            QSKIP("SKIP: dbus-daemon is missing (Debian: dbus); packaging/dev.sh installs it");
-        bus_.start(QStringLiteral("dbus-daemon"), {QStringLiteral("--session"), QStringLiteral("--nofork"),
-                                                   QStringLiteral("--print-address=1")});
-        QVERIFY(bus_.waitForReadyRead(10000));
-        address_ = QString::fromUtf8(bus_.readLine()).trimmed();
-    }
-
-    void cleanupTestCase()
-    {
-        bus_.kill();
-        bus_.waitForFinished();
+        address_ = bus_.start();
+        if (address_.isEmpty() && bus_.skipReason().startsWith(QLatin1String("SKIP")))
+            QSKIP(qPrintable(bus_.skipReason()));
+        QVERIFY2(!address_.isEmpty(), qPrintable(bus_.skipReason()));
     }
 
     void aCopyShowsBytesOnTheDeviceAndEndsWithTheJob()

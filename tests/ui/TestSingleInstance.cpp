@@ -17,6 +17,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "PrivateBus.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,7 +27,7 @@ using namespace SaneCopy;
 class TestSingleInstance : public QObject {
     Q_OBJECT
 
-    QProcess bus_;
+    Test::PrivateBus bus_;
     QString address_;
 
     // The second sanecopy, with ARGS (hex-encoded on the way: QProcess passes arguments as text, and a name
@@ -51,19 +53,10 @@ class TestSingleInstance : public QObject {
 private Q_SLOTS:
     void initTestCase()
     {
-        if (QStandardPaths::findExecutable(QStringLiteral("dbus-daemon")).isEmpty())
-            QSKIP("SKIP: dbus-daemon is missing (Debian: dbus); packaging/dev.sh installs it");
-        bus_.start(QStringLiteral("dbus-daemon"), {QStringLiteral("--session"), QStringLiteral("--nofork"),
-                                                   QStringLiteral("--print-address=1")});
-        QVERIFY(bus_.waitForReadyRead(10000));
-        address_ = QString::fromUtf8(bus_.readLine()).trimmed();
-        QVERIFY(!address_.isEmpty());
-    }
-
-    void cleanupTestCase()
-    {
-        bus_.kill();
-        bus_.waitForFinished();
+        address_ = bus_.start();
+        if (address_.isEmpty() && bus_.skipReason().startsWith(QLatin1String("SKIP")))
+            QSKIP(qPrintable(bus_.skipReason()));
+        QVERIFY2(!address_.isEmpty(), qPrintable(bus_.skipReason()));
     }
 
     void aSecondStartHandsItsFilesToTheFirstWindow()
