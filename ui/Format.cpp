@@ -16,7 +16,8 @@ QString formatRate(double bytesPerSecond)
 {
     if (bytesPerSecond <= 0)
         return QStringLiteral("—");
-    return QStringLiteral("%1 MB/s").arg(bytesPerSecond / 1e6, 0, 'f', bytesPerSecond < 10e6 ? 1 : 0);
+    // The unit sizes are shown in (IEC: MiB), as sanecp does, so "X MiB left at Y MiB/s" divides in the head.
+    return QLocale().formattedDataSize(qint64(bytesPerSecond), 1, QLocale::DataSizeIecFormat) + QStringLiteral("/s");
 }
 
 QString formatEta(double seconds)

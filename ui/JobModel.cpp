@@ -119,6 +119,9 @@ QString JobModel::statusOf(const Row &row) const
     text += tr(" · %1 · %2 left").arg(formatRate(p.deviceRate), formatEta(p.etaSeconds));
     if (p.filesTotal > 1)
         text += tr(" · file %1 of %2").arg(qMin(p.filesDone + 1, p.filesTotal)).arg(p.filesTotal);
+    // The file on its way, by name ("name (verifying)" while it is read back).
+    if (const QString name = p.currentFile.mid(p.currentFile.lastIndexOf(QLatin1Char('/')) + 1); !name.isEmpty())
+        text += QStringLiteral(" · ") + name;
     return text;
 }
 

@@ -105,14 +105,19 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     toRow->addWidget(destination_, 1);
     toRow->addWidget(copy_);
     whatLayout->addLayout(toRow);
-    verify_ = new QCheckBox(tr("&Verify: read every file back from the device and compare it with the source"), what);
-    whatLayout->addWidget(verify_);
-    move_ = new QCheckBox(tr("&Move: remove each source once its copy is safely on the device"), what);
-    move_->setToolTip(tr("A source is removed only after its copy is on the device (and verified, when Verify is "
+    // One row of short choices, each explained in its tooltip: the window's height goes to the copies.
+    auto *choices = new QHBoxLayout;
+    verify_ = new QCheckBox(tr("&Verify"), what);
+    verify_->setToolTip(tr("Read every file back from the device once it is there, and compare it with the source."));
+    move_ = new QCheckBox(tr("&Move"), what);
+    move_->setToolTip(tr("Remove each source once its copy is safely on the device (and verified, when Verify is "
                          "on). Whatever could not be copied stays where it is."));
-    whatLayout->addWidget(move_);
-    manifest_ = new QCheckBox(tr("Write c&hecksums (SHA256SUMS) that sha256sum -c can check later"), what);
-    whatLayout->addWidget(manifest_);
+    manifest_ = new QCheckBox(tr("Write c&hecksums"), what);
+    manifest_->setToolTip(tr("Write SHA256SUMS on the device, which sha256sum -c checks later."));
+    for (QCheckBox *box : {verify_, move_, manifest_})
+        choices->addWidget(box);
+    choices->addStretch();
+    whatLayout->addLayout(choices);
     hint_ = new QLabel(what);
     hint_->setWordWrap(true);
     whatLayout->addWidget(hint_);
@@ -124,8 +129,11 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     auto *charts = new QWidget(split);
     auto *chartLayout = new QHBoxLayout(charts);
     chartLayout->setContentsMargins(0, 0, 0, 0);
-    throughput_ = new TimeSeriesChart(tr("Throughput"), tr("MB/s"), 1e6, charts);
+    throughput_ = new TimeSeriesChart(tr("Throughput"), tr("MiB/s"), 1024.0 * 1024.0, charts);
     dirty_ = new TimeSeriesChart(tr("Dirty memory"), tr("MiB"), 1024.0 * 1024.0, charts);
+    // Floors: the other programs' few hundred KiB of writeback stay a flat line at the bottom, not spikes.
+    throughput_->setFloor(5);
+    dirty_->setFloor(8);
     chartLayout->addWidget(throughput_);
     chartLayout->addWidget(dirty_);
     split->addWidget(queue_);

@@ -11,7 +11,11 @@
 #include <QPushButton>
 #include <QUrl>
 #include <QVBoxLayout>
+#include <QCoreApplication>
+#include <QPointer>
+
 #include <sys/stat.h>
+#include <thread>
 
 namespace SaneCopy {
 
@@ -23,8 +27,7 @@ SourceDropArea::SourceDropArea(QWidget *parent) : QWidget(parent)
     list_ = new QListWidget(this);
     list_->setAccessibleName(tr("Files to copy"));
     list_->setSelectionMode(QAbstractItemView::NoSelection);
-    list_->setMinimumHeight(72);
-    list_->setMaximumHeight(140);
+    list_->setMinimumHeight(48);
     layout->addWidget(list_);
 
     auto *buttons = new QHBoxLayout;
@@ -88,19 +91,45 @@ void SourceDropArea::clear()
 void SourceDropArea::refresh()
 {
     list_->clear();
+    // Empty, it is only a drop target: the window's height goes to the copies below.
+    list_->setMaximumHeight(sources_.isEmpty() ? 56 : 140);
     if (sources_.isEmpty()) {
         auto *hint = new QListWidgetItem(tr("Drop files and folders here"), list_);
         hint->setFlags(Qt::NoItemFlags);
         hint->setTextAlignment(Qt::AlignCenter);
     }
     for (const QByteArray &p : sources_) {
-        struct stat st {};
-        const bool dir = ::stat(p.constData(), &st) == 0 && S_ISDIR(st.st_mode);
-        auto *item = new QListWidgetItem(QIcon::fromTheme(dir ? QStringLiteral("folder") : QStringLiteral("text-x-generic")),
-                                         displayPath(p), list_);
+        auto *item = new QListWidgetItem(QIcon::fromTheme(QStringLiteral("text-x-generic")), displayPath(p), list_);
         item->setToolTip(displayPath(p));
     }
     clear_->setEnabled(!sources_.isEmpty());
+    // Which entries are folders is looked up off the GUI thread: a stat on a dying or remote mount may hang.
+    const quint64 generation = ++generation_;
+    QPointer<SourceDropArea> guard(this);
+    std::thread([guard, generation, paths = sources_] {
+        QList<bool> dirs;
+        for (const QByteArray &p : paths) {
+            struct stat st {};
+            dirs << (::stat(p.constData(), &st) == 0 && S_ISDIR(st.st_mode));
+        }
+        QMetaObject::invokeMethod(
+            QCoreApplication::instance(),
+            [guard, generation, dirs] {
+                if (guard && guard->generation_ == generation)
+                    guard->showFolders(dirs);
+            },
+            Qt::QueuedConnection);
+    }).detach();
+}
+
+void SourceDropArea::showFolders(const QList<bool> &dirs)
+{
+    for (int i = 0; i < dirs.size() && i < list_->count(); ++i)
+        if (dirs.at(i)) {
+            list_->item(i)->setIcon(QIcon::fromTheme(QStringLiteral("folder")));
+            list_->item(i)->setData(Qt::UserRole, true); // a folder, for tests that have no icon theme
+        }
+    Q_EMIT foldersKnown();
 }
 
 void SourceDropArea::dragEnterEvent(QDragEnterEvent *event)

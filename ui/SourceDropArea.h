@@ -32,6 +32,8 @@ public:
 
 Q_SIGNALS:
     void sourcesChanged();
+    // The folder icons are on: which entries are folders was found out (off the GUI thread).
+    void foldersKnown();
 
 protected:
     void dragEnterEvent(QDragEnterEvent *event) override;
@@ -40,6 +42,8 @@ protected:
 
 private:
     void refresh();
+    void showFolders(const QList<bool> &dirs);
+    quint64 generation_ = 0; // of the list: a late answer about an older list is dropped
 
     PathList sources_;
     QListWidget *list_;

@@ -26,6 +26,8 @@ void TimeSeriesChart::addSample(int series, double time, double value)
     if (series < 0 || series >= series_.size())
         return;
     latest_ = std::max(latest_, time);
+    if (first_ < 0 || time < first_)
+        first_ = time;
     series_[series].points.append({time, value / unitScale_});
     for (Series &s : series_) {
         // Keep one point just outside the window so the line enters from the left edge.
@@ -47,14 +49,49 @@ double TimeSeriesChart::niceCeiling(double value)
     return 10 * magnitude;
 }
 
-double TimeSeriesChart::axisMaximum() const
+double TimeSeriesChart::niceStep(double top)
 {
-    double top = 0;
+    if (!(top > 0))
+        return 1;
+    const double rough = top / 5; // at most five steps
+    const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
+    for (double step : {1.0, 2.0, 5.0, 10.0}) {
+        if (rough <= step * magnitude * (1 + 1e-9))
+            return step * magnitude;
+    }
+    return 10 * magnitude;
+}
+
+double TimeSeriesChart::span() const
+{
+    const double have = first_ < 0 ? 0 : latest_ - first_;
+    for (double s : {30.0, 60.0})
+        if (have <= s && s < window_)
+            return s;
+    return window_;
+}
+
+// The largest value in the span, or the floor.
+double TimeSeriesChart::dataTop() const
+{
+    double top = floor_;
     for (const Series &s : series_)
         for (const QPointF &pt : s.points)
-            if (pt.x() >= latest_ - window_)
+            if (pt.x() >= latest_ - span())
                 top = std::max(top, pt.y());
-    return niceCeiling(top);
+    return top;
+}
+
+double TimeSeriesChart::axisStep() const
+{
+    const double top = dataTop();
+    return niceStep(top > 0 ? top : 1);
+}
+
+double TimeSeriesChart::axisMaximum() const
+{
+    const double step = axisStep();
+    return std::max(step, std::ceil(dataTop() / step - 1e-9) * step);
 }
 
 void TimeSeriesChart::paintEvent(QPaintEvent *)
@@ -65,10 +102,11 @@ void TimeSeriesChart::paintEvent(QPaintEvent *)
     const QFontMetrics fm = fontMetrics();
     p.fillRect(rect(), pal.color(QPalette::Base));
 
-    const double top = axisMaximum();
+    const double top = axisMaximum(), step = axisStep(), shown = span();
+    const int steps = int(std::lround(top / step));
     int labelWidth = 0;
-    for (int i = 0; i <= 4; ++i)
-        labelWidth = std::max(labelWidth, fm.horizontalAdvance(QString::number(top * i / 4, 'g', 4)));
+    for (int i = 0; i <= steps; ++i)
+        labelWidth = std::max(labelWidth, fm.horizontalAdvance(QString::number(step * i, 'g', 4)));
     const int left = labelWidth + 10;
     const int titleHeight = fm.height() + 4;
     const int legendHeight = fm.height() + 4;
@@ -82,22 +120,22 @@ void TimeSeriesChart::paintEvent(QPaintEvent *)
     p.drawText(QRect(4, 2, width() - 8, titleHeight), Qt::AlignLeft | Qt::AlignVCenter,
                QStringLiteral("%1 (%2)").arg(title_, unit_));
 
-    // Grid and y labels: four steps of the nice maximum.
+    // Grid and y labels: round steps up to the top.
     QColor grid = pal.color(QPalette::Mid);
     grid.setAlphaF(0.5);
-    for (int i = 0; i <= 4; ++i) {
-        const double v = top * i / 4;
-        const int y = plot.bottom() - int(plot.height() * i / 4.0);
+    for (int i = 0; i <= steps; ++i) {
+        const double v = step * i;
+        const int y = plot.bottom() - int(plot.height() * v / top);
         p.setPen(grid);
         p.drawLine(plot.left(), y, plot.right(), y);
         p.setPen(pal.color(QPalette::Text));
         p.drawText(QRect(0, y - fm.height() / 2, left - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
                    QString::number(v, 'g', 4));
     }
-    // X labels: seconds ago.
-    for (int i = 0; i <= 4; ++i) {
-        const int x = plot.left() + int(plot.width() * i / 4.0);
-        const int ago = int(std::lround(window_ * (4 - i) / 4));
+    // X labels: seconds ago, every 10, 15 or 30 s.
+    const int every = shown <= 30 ? 10 : shown <= 60 ? 15 : 30;
+    for (int ago = int(shown) / every * every; ago >= 0; ago -= every) {
+        const int x = plot.left() + int(plot.width() * (1 - ago / shown));
         const QString label = ago == 0 ? tr("now") : tr("-%1 s").arg(ago);
         const int w = fm.horizontalAdvance(label);
         // Centred under its tick, but kept inside the widget at both ends.
@@ -114,7 +152,7 @@ void TimeSeriesChart::paintEvent(QPaintEvent *)
         QPainterPath path;
         bool first = true;
         for (const QPointF &pt : s.points) {
-            const double x = plot.left() + plot.width() * (1 - (latest_ - pt.x()) / window_);
+            const double x = plot.left() + plot.width() * (1 - (latest_ - pt.x()) / shown);
             const double y = plot.bottom() - plot.height() * std::min(pt.y() / top, 1.0);
             if (first)
                 path.moveTo(x, y);

@@ -25,10 +25,19 @@ public:
     void addSample(int series, double time, double value);
     void setWindow(double seconds) { window_ = seconds; }
     double window() const { return window_; }
+    // The span the x axis shows: 30, 60 or 120 s (at most the window), as long as there are samples for, so a copy
+    // that just started is not a line squeezed against the right edge.
+    double span() const;
+    // The y axis never goes below this (display units): idle noise stays small instead of being scaled into spikes.
+    void setFloor(double displayUnits) { floor_ = displayUnits; }
 
     int sampleCount(int series) const { return int(series_.at(series).points.size()); }
-    // The top of the y axis, in display units, for what is in the window now.
+    // The top of the y axis, in display units, for what is in the span now: a whole number of axisStep()s.
     double axisMaximum() const;
+    // The distance between the y axis's grid lines: 1, 2 or 5 times a power of ten, for at most five of them.
+    double axisStep() const;
+    // Pure: that step for a largest value of |top|.
+    static double niceStep(double top);
 
     // Pure: the smallest "nice" value (1, 2, 2.5 or 5 times a power of ten) at or above |value|.
     static double niceCeiling(double value);
@@ -40,6 +49,7 @@ protected:
     void paintEvent(QPaintEvent *) override;
 
 private:
+    double dataTop() const;
     struct Series {
         QString name;
         QColor color;
@@ -50,6 +60,8 @@ private:
     double unitScale_;
     double window_ = 120;
     double latest_ = 0;
+    double first_ = -1; // time of the first sample
+    double floor_ = 0;
     QList<Series> series_;
 };
 

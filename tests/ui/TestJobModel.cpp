@@ -44,8 +44,13 @@ private Q_SLOTS:
         QCOMPARE(i.data(JobModel::WrittenFractionRole).toDouble(), 0.4);
         QCOMPARE(i.data(JobModel::RateRole).toDouble(), 40e6);
         const QString status = i.data(JobModel::StatusRole).toString();
-        QVERIFY2(status.contains(QStringLiteral("40 MB/s")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("38.1 MiB/s")), qPrintable(status)); // as sanecp says it
         QVERIFY2(status.contains(QStringLiteral("12 s")), qPrintable(status));
+        JobProgress named = progress(7, JobState::Running, 1000, 250, 400, 40e6, 12);
+        named.currentFile = QStringLiteral("/home/me/Videos/holiday.mkv");
+        model.onProgress(named);
+        const QString withName = i.data(JobModel::StatusRole).toString();
+        QVERIFY2(withName.endsWith(QStringLiteral(" · holiday.mkv")), qPrintable(withName));
         QVERIFY(!i.data(JobModel::SafeToUnplugRole).toBool());
     }
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "SourceDropArea.h"
 
+#include <QFile>
+#include <QListWidget>
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QUrl>
 
@@ -36,6 +39,25 @@ private Q_SLOTS:
         area.addSources({"/tmp/a"}); // already there
         QCOMPARE(spy.count(), 1);
         QCOMPARE(area.sources().size(), 2);
+    }
+
+    void foldersGetTheirIconWithoutAStatOnTheGuiThread()
+    {
+        QTemporaryDir dir;
+        QFile f(dir.filePath(QStringLiteral("file.txt")));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.close();
+        SourceDropArea area;
+        QSignalSpy known(&area, &SourceDropArea::foldersKnown);
+        area.addSources({QFile::encodeName(dir.path()), QFile::encodeName(f.fileName())});
+        auto *list = area.findChild<QListWidget *>();
+        QVERIFY(list);
+        QCOMPARE(list->count(), 2);
+        // Listed at once, before anything was looked up; which one is a folder follows.
+        QVERIFY(!list->item(0)->data(Qt::UserRole).toBool());
+        QVERIFY(known.wait(5000));
+        QVERIFY(list->item(0)->data(Qt::UserRole).toBool());
+        QVERIFY(!list->item(1)->data(Qt::UserRole).toBool());
     }
 
     void nonFileDropIsIgnored()

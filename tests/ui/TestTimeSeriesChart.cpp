@@ -28,6 +28,54 @@ private Q_SLOTS:
         QCOMPARE(TimeSeriesChart::niceCeiling(value), nice);
     }
 
+    void gridStepsAreRound_data()
+    {
+        QTest::addColumn<double>("top");
+        QTest::addColumn<double>("step");
+        QTest::addColumn<double>("axis");
+        QTest::newRow("37.2 MiB/s") << 37.2 << 10.0 << 40.0;
+        QTest::newRow("18.7 MiB dirty") << 18.7 << 5.0 << 20.0;
+        QTest::newRow("24 MiB") << 24.0 << 5.0 << 25.0;
+        QTest::newRow("a little") << 0.19 << 0.05 << 0.2;
+        QTest::newRow("1500 MiB") << 1500.0 << 500.0 << 1500.0;
+    }
+    void gridStepsAreRound()
+    {
+        QFETCH(double, top);
+        QFETCH(double, step);
+        QFETCH(double, axis);
+        TimeSeriesChart chart(QStringLiteral("Dirty"), QStringLiteral("MiB"), 1);
+        const int s = chart.addSeries(QStringLiteral("system"), Qt::red);
+        chart.addSample(s, 0, top);
+        QCOMPARE(chart.axisStep(), step);
+        QCOMPARE(chart.axisMaximum(), axis);
+        // Every grid line is a whole number of steps, of which there are at most five.
+        QVERIFY(chart.axisMaximum() / chart.axisStep() <= 5.0 + 1e-9);
+    }
+
+    void idleNoiseStaysSmallUnderTheFloor()
+    {
+        TimeSeriesChart chart(QStringLiteral("Dirty"), QStringLiteral("MiB"), 1024.0 * 1024.0);
+        chart.setFloor(8);
+        const int s = chart.addSeries(QStringLiteral("system"), Qt::red);
+        chart.addSample(s, 0, 300 * 1024); // 300 KiB of someone else's writeback
+        QCOMPARE(chart.axisMaximum(), 8.0);
+        chart.addSample(s, 1, 19.0 * 1024 * 1024); // a copy: the axis follows it
+        QCOMPARE(chart.axisMaximum(), 20.0);
+    }
+
+    void theTimeAxisFitsHowLongThereIsDataFor()
+    {
+        TimeSeriesChart chart(QStringLiteral("Throughput"), QStringLiteral("MiB/s"), 1);
+        const int s = chart.addSeries(QStringLiteral("device"), Qt::darkGreen);
+        chart.addSample(s, 100, 1);
+        QCOMPARE(chart.span(), 30.0);
+        chart.addSample(s, 145, 1);
+        QCOMPARE(chart.span(), 60.0);
+        chart.addSample(s, 400, 1);
+        QCOMPARE(chart.span(), 120.0); // the window, at most
+    }
+
     void samplesOutsideTheWindowAreDropped()
     {
         TimeSeriesChart chart(QStringLiteral("Throughput"), QStringLiteral("MB/s"), 1e6);
