@@ -36,6 +36,7 @@ JobProgress toProgress(const sanecopy::ProgressSnapshot &s)
     p.deviceRate = s.device_bytes_per_sec;
     p.etaSeconds = s.eta_seconds;
     p.ownDirtyBytes = s.own_dirty_bytes;
+    p.elapsedSeconds = s.elapsed_seconds;
     return p;
 }
 

@@ -37,6 +37,7 @@ struct JobProgress {
     double deviceRate = 0;
     double etaSeconds = -1;
     qint64 ownDirtyBytes = -1;
+    double elapsedSeconds = 0;
 };
 
 // What a plan found, before the first byte (EngineBridge::planAsync).

@@ -35,6 +35,9 @@ public:
         DeviceRemovedRole,   // the job ended because its device went away
         FinishedRole,        // the engine is done with the job, however it ended
         OutcomeRole,         // what the bar says instead of a percentage once the job ended unfinished; else empty
+        ResultsRole,         // QStringList, one line per file: copied (to where), renamed (to what), skipped (why), failed
+        SummaryRole,         // one line: what happened, once the job has ended
+        RemovableRole,       // the destination is a removable device: "Safe to unplug" is what the user waits for
     };
 
     explicit JobModel(QObject *parent = nullptr);
@@ -46,6 +49,10 @@ public:
     // A job the bridge has accepted. |mountPoint|/|blockDevice|/|removable| come from the plan.
     void addJob(quint64 jobId, const QString &title, const QString &destination, const QString &mountPoint,
                 const QString &blockDevice, bool removable);
+    // The job reads every file back (Verify): its result says how many were.
+    void setVerify(quint64 jobId, bool verify);
+    // Takes a finished job off the list; false when it is not finished (or not there).
+    bool removeFinished(quint64 jobId);
     int rowOf(quint64 jobId) const;
     quint64 jobIdAt(int row) const;
     // Sums of what the jobs moved, for the charts: a resumed prefix or a hole is counted by progress, but it
@@ -57,6 +64,7 @@ public:
 
 public Q_SLOTS:
     void onProgress(const SaneCopy::JobProgress &progress);
+    void onFileDone(quint64 jobId, const QString &source, const QString &target);
     void onSkipped(quint64 jobId, const QString &source, const QString &message);
     void onFailed(quint64 jobId, const QString &source, const QString &message);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, qint64 filesCopied, qint64 errors);
@@ -79,7 +87,11 @@ private:
         bool deviceRemoved = false;
         QString finalMessage;
         QStringList problems;
+        QStringList results;
+        qint64 copied = 0, renamed = 0, skipped = 0;
+        bool verify = false;
     };
+    QString summaryOf(const Row &row) const;
     QString statusOf(const Row &row) const;
     void changed(int row);
 

@@ -124,7 +124,23 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     layout->addWidget(what);
 
     auto *split = new QSplitter(Qt::Vertical, central);
-    queue_ = new QueueView(model_, split);
+    // The copies, with a header that clears the finished ones.
+    auto *copies = new QWidget(split);
+    auto *copiesLayout = new QVBoxLayout(copies);
+    copiesLayout->setContentsMargins(0, 0, 0, 0);
+    auto *header = new QHBoxLayout;
+    auto *copiesLabel = new QLabel(tr("<b>Copies</b>"), copies);
+    clearFinished_ = new QToolButton(copies);
+    clearFinished_->setIcon(QIcon::fromTheme(QStringLiteral("edit-clear-history")));
+    clearFinished_->setText(tr("C&lear Finished"));
+    clearFinished_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    header->addWidget(copiesLabel);
+    header->addStretch();
+    header->addWidget(clearFinished_);
+    copiesLayout->addLayout(header);
+    queue_ = new QueueView(model_, copies);
+    copiesLayout->addWidget(queue_, 1);
+    connect(clearFinished_, &QToolButton::clicked, queue_, &QueueView::clearFinished);
     queue_->setEjectAvailable(Udisks::available());
     auto *charts = new QWidget(split);
     auto *chartLayout = new QHBoxLayout(charts);
@@ -136,7 +152,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     dirty_->setFloor(8);
     chartLayout->addWidget(throughput_);
     chartLayout->addWidget(dirty_);
-    split->addWidget(queue_);
+    split->addWidget(copies);
     split->addWidget(charts);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
@@ -155,6 +171,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     connect(destination_, &DestinationPicker::devicesChanged, queue_,
             [this] { queue_->setEjectAvailable(Udisks::available()); });
     connect(bridge_, &EngineBridge::progress, model_, &JobModel::onProgress);
+    connect(bridge_, &EngineBridge::fileDone, model_, &JobModel::onFileDone);
     connect(bridge_, &EngineBridge::skipped, model_, &JobModel::onSkipped);
     connect(bridge_, &EngineBridge::failed, model_, &JobModel::onFailed);
     connect(bridge_, &EngineBridge::deviceRemoved, model_, &JobModel::onDeviceRemoved);
@@ -474,6 +491,7 @@ void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
     const QString where = QFileInfo(dest).fileName().isEmpty() ? dest : QFileInfo(dest).fileName();
     model_->addJob(jobId, options.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),
                    dest, plan.mountPoint, plan.blockDevice, plan.removable);
+    model_->setVerify(jobId, options.verify);
     jobViews_->addJob(jobId, options.sources.size() == 1 ? displayPath(options.sources.first()) : what, dest);
     Q_EMIT jobQueued(jobId);
 }
@@ -504,7 +522,8 @@ void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes
     const QString title = i.data(JobModel::TitleRole).toString();
     sendNotification(i.data(JobModel::DeviceRemovedRole).toBool()
                          ? removedNotification(title)
-                         : notificationFor(title, ok, cancelled, bytes, removable));
+                         : notificationFor(title, ok, cancelled, bytes, removable,
+                                           i.data(JobModel::SummaryRole).toString()));
 }
 
 void MainWindow::eject(quint64 jobId)

@@ -18,6 +18,7 @@
 class QCheckBox;
 class QLabel;
 class QPushButton;
+class QToolButton;
 
 namespace SaneCopy {
 
@@ -53,6 +54,7 @@ public:
     QCheckBox *verifyBox() const { return verify_; }
     QCheckBox *moveBox() const { return move_; }
     QCheckBox *manifestBox() const { return manifest_; }
+    QToolButton *clearFinishedButton() const { return clearFinished_; }
     JobJournal &journal() { return *journal_; }
 
 public Q_SLOTS:
@@ -100,6 +102,7 @@ private:
     QCheckBox *manifest_;
     QLabel *hint_;
     QueueView *queue_;
+    QToolButton *clearFinished_;
     TimeSeriesChart *throughput_;
     TimeSeriesChart *dirty_;
     SystemMonitor *monitor_;

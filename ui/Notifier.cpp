@@ -10,16 +10,19 @@
 
 namespace SaneCopy {
 
-NotificationText notificationFor(const QString &title, bool ok, bool cancelled, qint64 bytes, bool removable)
+NotificationText notificationFor(const QString &title, bool ok, bool cancelled, qint64 bytes, bool removable,
+                                 const QString &details)
 {
     if (cancelled)
         return {QObject::tr("Copy cancelled"),
                 QObject::tr("%1: nothing half-written was left, and the device has nothing left to write.").arg(title)};
     if (!ok)
         return {QObject::tr("Copy finished with problems"), QObject::tr("%1: some files could not be copied.").arg(title)};
-    QString body = QObject::tr("%1: %2 on the device.").arg(title, formatBytes(double(bytes)));
+    QString body = details.isEmpty() ? QObject::tr("%1: %2 on the device.").arg(title, formatBytes(double(bytes)))
+                                     : QObject::tr("%1: %2.").arg(title, details);
+    // On a stick, what the user waits for is the headline.
     if (removable)
-        body += QLatin1Char(' ') + QObject::tr("Safe to unplug.");
+        return {QObject::tr("Safe to unplug"), body};
     return {QObject::tr("Copy done"), body};
 }
 

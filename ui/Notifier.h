@@ -14,7 +14,9 @@ struct NotificationText {
 };
 
 // Pure: what the notification says.
-NotificationText notificationFor(const QString &title, bool ok, bool cancelled, qint64 bytes, bool removable);
+// |details|: the job's summary line (JobModel::SummaryRole), when known, instead of the bare byte count.
+NotificationText notificationFor(const QString &title, bool ok, bool cancelled, qint64 bytes, bool removable,
+                                 const QString &details = QString());
 // The job ended because its destination's device went away (a pulled stick).
 NotificationText removedNotification(const QString &title);
 void sendNotification(const NotificationText &text);

@@ -5,7 +5,14 @@
 #include "JobModel.h"
 #include "job_control.h"
 
+#include <QClipboard>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QFrame>
+#include <QGuiApplication>
+#include <QHBoxLayout>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QGridLayout>
 #include <QLabel>
 #include <QScrollBar>
@@ -42,13 +49,45 @@ JobRow::JobRow(JobModel *model, quint64 jobId, QWidget *parent) : QWidget(parent
     cancel_ = button(QStringLiteral("process-stop"), tr("Cancel"));
     eject_ = button(QStringLiteral("media-eject"), tr("Eject"));
     eject_->hide();
-    grid->addWidget(title_, 0, 0, 1, 4);
+    details_ = button(QStringLiteral("documentinfo"), tr("Details…"));
+    details_->setToolTip(tr("What was copied, renamed, skipped or failed, file by file"));
+    clear_ = button(QStringLiteral("edit-clear-list"), tr("Clear"));
+    clear_->setToolTip(tr("Take this finished copy off the list"));
+    // "Safe to unplug" stands out: an icon and bold type of its own, not a clause at the end of the status.
+    safe_ = new QLabel(this);
+    safe_->setTextFormat(Qt::RichText);
+    safe_->setText(QStringLiteral("<b>%1</b>").arg(tr("Safe to unplug").toHtmlEscaped()));
+    auto *safeIcon = new QLabel(this);
+    safeIcon->setPixmap(QIcon::fromTheme(QStringLiteral("emblem-ok-symbolic"), QIcon::fromTheme(QStringLiteral("dialog-ok")))
+                            .pixmap(16, 16));
+    auto *safeRow = new QHBoxLayout;
+    safeRow->addWidget(safeIcon);
+    safeRow->addWidget(safe_);
+    safeRow->addStretch();
+    auto *line = new QFrame(this);
+    line->setFrameShape(QFrame::HLine);
+    line->setFrameShadow(QFrame::Sunken);
+    grid->addWidget(title_, 0, 0, 1, 6);
+    // A finished job's result takes the bar's place: one line, the whole text in its tooltip.
+    result_ = new QLabel(this);
+    result_->setTextFormat(Qt::PlainText);
+    result_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    result_->hide();
     grid->addWidget(bar_, 1, 0);
+    grid->addWidget(result_, 1, 0);
     grid->addWidget(pause_, 1, 1);
     grid->addWidget(cancel_, 1, 2);
     grid->addWidget(eject_, 1, 3);
-    grid->addWidget(status_, 2, 0, 1, 4);
+    grid->addWidget(details_, 1, 4);
+    grid->addWidget(clear_, 1, 5);
+    grid->addLayout(safeRow, 2, 0, 1, 6);
+    grid->addWidget(status_, 3, 0, 1, 6);
+    grid->addWidget(line, 4, 0, 1, 6);
     grid->setColumnStretch(0, 1);
+    connect(details_, &QToolButton::clicked, this, &JobRow::showDetails);
+    connect(clear_, &QToolButton::clicked, this, [this] { Q_EMIT clearRequested(jobId_); });
+    safeIcon->setVisible(false);
+    connect(this, &JobRow::safeShown, safeIcon, &QWidget::setVisible);
 
     connect(pause_, &QToolButton::clicked, this, [this] {
         if (paused_)
@@ -84,6 +123,58 @@ void JobRow::refresh()
     // Eject needs UDisks2; without it the button would only fail.
     const bool ejectable = i.data(JobModel::CanEjectRole).toBool() && ejectAvailable_;
     eject_->setVisible(ejectable);
+    // A finished job is one line: no bar (its outcome is in words), its result, Details and Clear.
+    const bool finished = i.data(JobModel::FinishedRole).toBool();
+    const bool oneLine = finished && i.data(JobModel::OutcomeRole).toString().isEmpty();
+    bar_->setVisible(!oneLine);
+    result_->setVisible(oneLine);
+    status_->setVisible(!oneLine);
+    if (oneLine) {
+        const QString text = i.data(JobModel::StatusRole).toString();
+        result_->setToolTip(text);
+        result_->setText(result_->fontMetrics().elidedText(text, Qt::ElideRight, qMax(result_->width(), 200)));
+    }
+    details_->setVisible(finished);
+    clear_->setVisible(finished);
+    const bool safe = i.data(JobModel::SafeToUnplugRole).toBool() && i.data(JobModel::RemovableRole).toBool();
+    if (safe_->isVisibleTo(this) != safe) {
+        safe_->setVisible(safe);
+        Q_EMIT safeShown(safe);
+    }
+}
+
+void JobRow::resizeEvent(QResizeEvent *event)
+{
+    QWidget::resizeEvent(event);
+    if (result_->isVisible()) // elided to the new width
+        result_->setText(result_->fontMetrics().elidedText(result_->toolTip(), Qt::ElideRight, result_->width()));
+}
+
+void JobRow::showDetails()
+{
+    const int row = model_->rowOf(jobId_);
+    if (row < 0)
+        return;
+    const QModelIndex i = model_->index(row);
+    auto *dialog = new QDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowTitle(tr("%1: details").arg(i.data(JobModel::TitleRole).toString()));
+    auto *layout = new QVBoxLayout(dialog);
+    auto *summary = new QLabel(i.data(JobModel::StatusRole).toString(), dialog);
+    summary->setWordWrap(true);
+    layout->addWidget(summary);
+    auto *text = new QPlainTextEdit(dialog);
+    text->setReadOnly(true);
+    text->setLineWrapMode(QPlainTextEdit::NoWrap);
+    text->setPlainText(i.data(JobModel::ResultsRole).toStringList().join(QLatin1Char('\n')));
+    layout->addWidget(text, 1);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+    QPushButton *copy = buttons->addButton(tr("&Copy All"), QDialogButtonBox::ActionRole);
+    connect(copy, &QPushButton::clicked, text, [text] { QGuiApplication::clipboard()->setText(text->toPlainText()); });
+    connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    dialog->resize(720, 420);
+    dialog->open();
 }
 
 QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), model_(model)
@@ -107,6 +198,11 @@ QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), mo
         }
     });
 
+    connect(model_, &JobModel::rowsAboutToBeRemoved, this, [this](const QModelIndex &, int first, int last) {
+        for (int r = first; r <= last; ++r)
+            delete rowFor(model_->jobIdAt(r));
+    });
+    connect(model_, &JobModel::rowsRemoved, this, [this] { empty_->setVisible(model_->rowCount() == 0); });
     connect(model_, &JobModel::rowsInserted, this, [this](const QModelIndex &, int first, int last) { addRows(first, last); });
     connect(model_, &JobModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
         for (int r = from.row(); r <= to.row(); ++r)
@@ -114,6 +210,12 @@ QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), mo
                 row->refresh();
     });
     addRows(0, model_->rowCount() - 1);
+}
+
+void QueueView::clearFinished()
+{
+    for (int r = model_->rowCount() - 1; r >= 0; --r)
+        model_->removeFinished(model_->jobIdAt(r));
 }
 
 void QueueView::setEjectAvailable(bool available)
@@ -138,10 +240,7 @@ void QueueView::addRows(int first, int last)
         row->setEjectAvailable(ejectAvailable_);
         // Newest on top of the finished ones would reorder under the user's pointer; append instead.
         rows_->insertWidget(rows_->count() - 1, row);
-        auto *line = new QFrame(content_);
-        line->setFrameShape(QFrame::HLine);
-        line->setFrameShadow(QFrame::Sunken);
-        rows_->insertWidget(rows_->count() - 1, line);
+        connect(row, &JobRow::clearRequested, model_, &JobModel::removeFinished);
         connect(row, &JobRow::pauseRequested, this, &QueueView::pauseRequested);
         connect(row, &JobRow::resumeRequested, this, &QueueView::resumeRequested);
         connect(row, &JobRow::cancelRequested, this, &QueueView::cancelRequested);

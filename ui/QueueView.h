@@ -34,16 +34,31 @@ public:
     QToolButton *pauseButton() const { return pause_; }
     QToolButton *cancelButton() const { return cancel_; }
     QToolButton *ejectButton() const { return eject_; }
+    QToolButton *detailsButton() const { return details_; }
+    QToolButton *clearButton() const { return clear_; }
+    QLabel *safeToUnplug() const { return safe_; }
+    QLabel *result() const { return result_; }
+    // The finished job's results, in a window of their own that can be copied from.
+    void showDetails();
+
+protected:
+    void resizeEvent(QResizeEvent *event) override;
 
 Q_SIGNALS:
     void pauseRequested(quint64 jobId);
     void resumeRequested(quint64 jobId);
     void cancelRequested(quint64 jobId);
     void ejectRequested(quint64 jobId);
+    void clearRequested(quint64 jobId);
+    void safeShown(bool shown);
 
 private:
     JobModel *model_;
     quint64 jobId_;
+    QLabel *safe_;
+    QLabel *result_;
+    QToolButton *details_;
+    QToolButton *clear_;
     QLabel *title_;
     DurableProgressBar *bar_;
     QLabel *status_;
@@ -62,6 +77,10 @@ public:
     // Whether Eject can work (UDisks2 is there); rows already shown follow too.
     void setEjectAvailable(bool available);
     bool ejectAvailable() const { return ejectAvailable_; }
+
+public Q_SLOTS:
+    // Takes every finished job off the list; running and queued ones stay.
+    void clearFinished();
 
 Q_SIGNALS:
     void pauseRequested(quint64 jobId);

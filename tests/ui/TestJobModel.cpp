@@ -126,6 +126,39 @@ private Q_SLOTS:
         QCOMPARE(i.data(JobModel::OutcomeRole).toString(), QStringLiteral("Device removed at 30 %"));
     }
 
+    void theResultSaysWhatHappenedFileByFile()
+    {
+        JobModel model;
+        model.addJob(3, QStringLiteral("photos → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        model.setVerify(3, true);
+        JobProgress p = progress(3, JobState::Running, 80 << 20, 80 << 20, 80 << 20);
+        p.elapsedSeconds = 2;
+        model.onProgress(p);
+        model.onFileDone(3, QStringLiteral("/home/me/a.jpg"), QStringLiteral("/media/STICK/photos/a.jpg"));
+        model.onFileDone(3, QStringLiteral("/home/me/b:c.jpg"), QStringLiteral("/media/STICK/photos/b_c.jpg"));
+        model.onSkipped(3, QStringLiteral("/home/me/d.jpg"), QStringLiteral("/home/me/d.jpg: already exists at the destination"));
+        model.onFinished(3, true, false, 80 << 20, 2, 0);
+        const QModelIndex i = model.index(0);
+        const QStringList results = i.data(JobModel::ResultsRole).toStringList();
+        QCOMPARE(results.size(), 3);
+        QCOMPARE(results.at(0), QStringLiteral("Copied: /home/me/a.jpg → /media/STICK/photos/a.jpg"));
+        QCOMPARE(results.at(1), QStringLiteral("Renamed: /home/me/b:c.jpg → /media/STICK/photos/b_c.jpg"));
+        QVERIFY(results.at(2).startsWith(QStringLiteral("Skipped: ")));
+        const QString summary = i.data(JobModel::SummaryRole).toString();
+        QVERIFY2(summary.contains(QStringLiteral("80.0 MiB in 2 files on the device in 2 s (40.0 MiB/s)")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("1 renamed")) && summary.contains(QStringLiteral("1 skipped")),
+                 qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("2 verified, read back from the device")), qPrintable(summary));
+        QVERIFY(i.data(JobModel::StatusRole).toString().contains(summary));
+        // Finished jobs can be cleared; a running one cannot.
+        model.addJob(4, QStringLiteral("x"), QStringLiteral("/d"), {}, {}, false);
+        QVERIFY(!model.removeFinished(4));
+        QVERIFY(model.removeFinished(3));
+        QCOMPARE(model.rowCount(), 1);
+        QCOMPARE(model.jobIdAt(0), quint64(4));
+    }
+
     void problemsAreCollectedPerJob()
     {
         JobModel model;

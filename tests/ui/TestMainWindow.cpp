@@ -10,6 +10,7 @@
 #include <QComboBox>
 #include <QFileDialog>
 #include <QMenu>
+#include <QPlainTextEdit>
 #include <QMenuBar>
 #include <QTimer>
 #include <QToolButton>
@@ -337,6 +338,43 @@ private Q_SLOTS:
         QVERIFY(check.waitForFinished(10000));
         QCOMPARE(check.exitCode(), 0);
         QCOMPARE(check.readAllStandardOutput().count("OK"), 2);
+    }
+
+    void aFinishedJobIsOneLineWithDetailsAndCanBeCleared()
+    {
+        JobModel model;
+        QueueView view(&model);
+        view.resize(700, 400);
+        view.show();
+        model.addJob(1, QStringLiteral("a → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        model.addJob(2, QStringLiteral("b → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        QCoreApplication::processEvents(); // a layout shows what it was given once the event loop runs
+        JobRow *done = view.rowFor(1);
+        QVERIFY(done->bar()->isVisible());
+        QVERIFY(!done->safeToUnplug()->isVisible());
+        model.onFileDone(1, QStringLiteral("/src/a"), QStringLiteral("/media/STICK/a"));
+        model.onFinished(1, true, false, 10, 1, 0);
+        QCoreApplication::processEvents();
+        QVERIFY(!done->bar()->isVisible()); // its result is in words, on the bar's line
+        QVERIFY(done->result()->isVisible());
+        QVERIFY(done->result()->toolTip().startsWith(QStringLiteral("Done: ")));
+        QVERIFY(done->safeToUnplug()->isVisible());
+        QVERIFY(done->detailsButton()->isVisible() && done->clearButton()->isVisible());
+        QVERIFY(!view.rowFor(2)->clearButton()->isVisible()); // still running
+        done->detailsButton()->click();
+        auto *text = done->findChild<QPlainTextEdit *>();
+        QVERIFY(text);
+        QCOMPARE(text->toPlainText(), QStringLiteral("Copied: /src/a → /media/STICK/a"));
+        // A cancelled one keeps its bar, which says so.
+        model.onFinished(2, false, true, 0, 0, 0);
+        QCoreApplication::processEvents();
+        QVERIFY(view.rowFor(2)->bar()->isVisible());
+        QCOMPARE(view.rowFor(2)->bar()->outcome(), QStringLiteral("Cancelled"));
+        view.clearFinished();
+        QCOMPARE(model.rowCount(), 0);
+        QVERIFY(!view.rowFor(1) && !view.rowFor(2));
     }
 
     void aNewJobIsScrolledIntoView()
