@@ -10,6 +10,8 @@
 #include <QIcon>
 #include <QToolButton>
 
+#include <algorithm>
+
 namespace SaneCopy {
 
 namespace {
@@ -25,6 +27,7 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
     combo_->setAccessibleName(tr("Destination"));
     combo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     combo_->setMinimumContentsLength(30);
+    combo_->setPlaceholderText(tr("Choose where to copy"));
     layout->addWidget(combo_, 1);
     // A button, not a last entry in the list: arrowing through a closed list activates each entry it passes,
     // and an entry that opens a modal file dialog would open it under the user's fingers.
@@ -53,10 +56,7 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
         dialog->setAttribute(Qt::WA_DeleteOnClose);
         dialog->setFileMode(QFileDialog::Directory);
         dialog->setOption(QFileDialog::ShowDirsOnly);
-        connect(dialog, &QFileDialog::fileSelected, this, [this](const QString &dir) {
-            setDestination(dir);
-            Q_EMIT destinationChanged(destination());
-        });
+        connect(dialog, &QFileDialog::fileSelected, this, &DestinationPicker::setDestination);
         dialog->open();
     });
     rebuild();
@@ -64,6 +64,8 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
 
 QString DestinationPicker::destination() const
 {
+    if (combo_->currentIndex() < 0)
+        return {};
     const int kind = combo_->currentData(Qt::UserRole + 1).toInt();
     return kind == UnmountedEntry ? QString() : combo_->currentData().toString();
 }
@@ -77,16 +79,16 @@ QString DestinationPicker::deviceToMount() const
 
 void DestinationPicker::setDestination(const QString &folder)
 {
+    const QString before = destination();
     userChose_ = true;
-    for (const Device &d : devices_) {
-        if (d.mountPoint == folder) {
-            combo_->setCurrentIndex(combo_->findData(folder));
-            return;
-        }
+    const bool device = std::any_of(devices_.cbegin(), devices_.cend(), [&](const Device &d) { return d.mountPoint == folder; });
+    if (!device) {
+        custom_ = folder;
+        rebuild();
     }
-    custom_ = folder;
-    rebuild();
     combo_->setCurrentIndex(combo_->findData(folder));
+    if (destination() != before)
+        Q_EMIT destinationChanged(destination());
 }
 
 void DestinationPicker::setDevices(const QList<Device> &devices)
@@ -122,8 +124,9 @@ void DestinationPicker::rebuild()
         combo_->setItemData(combo_->count() - 1, FolderEntry, Qt::UserRole + 1);
     }
     // What is selected stays selected while it exists: a folder the user chose, or a device (another stick
-    // coming or going does not move the selection). Otherwise the first device (a stick just plugged in) is
-    // the likeliest destination.
+    // coming or going does not move the selection). Otherwise a stick is chosen only when it is the one there:
+    // with none, or with two, a guess would copy somewhere the user did not say (the home folder, the wrong
+    // stick), so nothing is chosen and Copy waits.
     int keep = (userChose_ || currentWasDevice) && !current.isEmpty() ? combo_->findData(current) : -1;
     if (keep < 0 && current.startsWith(kUnmounted)) {
         // The stick chosen before it was mounted is mounted now: the same stick stays chosen.
@@ -131,7 +134,9 @@ void DestinationPicker::rebuild()
             if (d.mounted() && d.blockDevice == current.mid(kUnmounted.size()))
                 keep = combo_->findData(d.mountPoint);
     }
-    combo_->setCurrentIndex(keep >= 0 ? keep : 0);
+    if (keep < 0 && devices_.size() == 1)
+        keep = 0;
+    combo_->setCurrentIndex(keep);
 }
 
 } // namespace SaneCopy

@@ -24,6 +24,7 @@ public:
     QString destination() const;
     // The block device of the chosen entry when it is a stick nobody mounted yet ("sdb1"), else empty.
     QString deviceToMount() const;
+    // Chooses |folder| (a device's mount point or any folder); destinationChanged() when that is a change.
     void setDestination(const QString &folder);
     // Replaces the device entries (the rest stays).
     void setDevices(const QList<Device> &devices);

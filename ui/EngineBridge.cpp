@@ -172,9 +172,13 @@ quint64 EngineBridge::submit(const Options &options)
             const QString source = qs(q.source), target = qs(q.target);
             const qint64 ss = qint64(q.source_size), ts = qint64(q.target_size);
             const bool dir = q.target_is_dir;
+            const auto when = [](const struct timespec &t) {
+                return QDateTime::fromMSecsSinceEpoch(qint64(t.tv_sec) * 1000 + t.tv_nsec / 1000000);
+            };
+            const QDateTime sm = when(q.source_mtime), tm = when(q.target_mtime);
             return sanecopy::ConflictAnswer(ask(
-                [this, job, source, target, ss, ts, dir](quint64 id) {
-                    Q_EMIT conflictAsked(job, id, source, target, ss, ts, dir);
+                [this, job, source, target, ss, ts, dir, sm, tm](quint64 id) {
+                    Q_EMIT conflictAsked(job, id, source, target, ss, ts, dir, sm, tm);
                 },
                 int(sanecopy::ConflictAnswer::Cancel)));
         };

@@ -13,6 +13,7 @@
 #include "job_queue.h"
 #include "Paths.h"
 
+#include <QDateTime>
 #include <QHash>
 #include <QObject>
 #include <QString>
@@ -101,7 +102,8 @@ Q_SIGNALS:
     // Just before finished(): the job ended because its destination's device went away (a pulled stick).
     void deviceRemoved(quint64 jobId);
     void conflictAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &target,
-                       qint64 sourceSize, qint64 targetSize, bool targetIsFolder);
+                       qint64 sourceSize, qint64 targetSize, bool targetIsFolder, const QDateTime &sourceModified,
+                       const QDateTime &targetModified);
     void errorAsked(quint64 jobId, quint64 questionId, const QString &source, const QString &message);
     void discarded(quint64 requestId, qint64 partFilesRemoved, const QStringList &errors);
     void planned(quint64 requestId, const SaneCopy::PlanSummary &plan);

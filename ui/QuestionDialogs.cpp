@@ -6,6 +6,7 @@
 #include "copy_job.h"
 
 #include <QCheckBox>
+#include <QLocale>
 #include <QMessageBox>
 #include <QPushButton>
 
@@ -20,13 +21,26 @@ QuestionDialogs::QuestionDialogs(EngineBridge *bridge, QWidget *window) : QObjec
     connect(bridge_, &EngineBridge::errorAsked, this, &QuestionDialogs::onError);
 }
 
+// "5.0 MiB, modified 23/11/2026 14:02", as the conflict dialog shows each side.
+static QString sizeAndDate(qint64 size, const QDateTime &modified)
+{
+    return QObject::tr("%1, modified %2").arg(formatBytes(double(size)), QLocale().toString(modified, QLocale::ShortFormat));
+}
+
 void QuestionDialogs::onConflict(quint64 jobId, quint64 questionId, const QString &source, const QString &target,
-                                 qint64 sourceSize, qint64 targetSize, bool targetIsFolder)
+                                 qint64 sourceSize, qint64 targetSize, bool targetIsFolder,
+                                 const QDateTime &sourceModified, const QDateTime &targetModified)
 {
     Q_UNUSED(source)
+    // Which one is newer is what decides most answers; it is said, not left to comparing two dates.
+    const QString which = sourceModified > targetModified.addSecs(2)   ? tr("The new one is newer.")
+                          : targetModified > sourceModified.addSecs(2) ? tr("The existing one is newer.")
+                          : sourceSize == targetSize                  ? tr("Both have the same size and time.")
+                                                                      : tr("Both have the same time.");
     Question q{true, jobId, questionId, tr("“%1” already exists.").arg(target),
                targetIsFolder ? tr("It is a folder, so it can only be skipped or the copy renamed.")
-                              : tr("Existing: %1. New: %2.").arg(formatBytes(double(targetSize)), formatBytes(double(sourceSize)))};
+                              : tr("Existing: %1.\nNew: %2.\n%3")
+                                    .arg(sizeAndDate(targetSize, targetModified), sizeAndDate(sourceSize, sourceModified), which)};
     if (answerFromMemory(q))
         return;
     queue_.enqueue(q);
@@ -79,8 +93,11 @@ void QuestionDialogs::showNext()
         answers.insert(box->addButton(tr("&Skip"), QMessageBox::RejectRole), int(ConflictAnswer::Skip));
         QPushButton *rename = box->addButton(tr("&Rename"), QMessageBox::AcceptRole);
         answers.insert(rename, int(ConflictAnswer::Rename));
-        answers.insert(box->addButton(tr("Cancel the copy"), QMessageBox::NoRole), int(ConflictAnswer::Cancel));
+        // Apart from the three answers (ResetRole sits at the far side in every button layout), and never what
+        // Escape does: Escape skips this one file.
+        answers.insert(box->addButton(tr("Cancel the Copy"), QMessageBox::ResetRole), int(ConflictAnswer::Cancel));
         box->setDefaultButton(rename);
+        box->setEscapeButton(answers.key(int(ConflictAnswer::Skip)));
     } else {
         QPushButton *retry = box->addButton(tr("&Retry"), QMessageBox::AcceptRole);
         answers.insert(retry, int(ErrorAnswer::Retry));

@@ -9,6 +9,7 @@
 #include "ConflictMemory.h"
 
 #include <QMessageBox>
+#include <QDateTime>
 #include <QObject>
 #include <QPointer>
 #include <QQueue>
@@ -31,7 +32,8 @@ public:
 
 public Q_SLOTS:
     void onConflict(quint64 jobId, quint64 questionId, const QString &source, const QString &target, qint64 sourceSize,
-                    qint64 targetSize, bool targetIsFolder);
+                    qint64 targetSize, bool targetIsFolder, const QDateTime &sourceModified,
+                    const QDateTime &targetModified);
     void onError(quint64 jobId, quint64 questionId, const QString &source, const QString &message);
 
 Q_SIGNALS:

@@ -2,6 +2,7 @@
 // The whole window, offscreen: command-line flows, a real copy through the GUI code path, and the queue rows.
 #include "CommandLine.h"
 #include "DestinationPicker.h"
+#include "DeviceList.h"
 #include "JobModel.h"
 #include "MainWindow.h"
 #include "QueueView.h"
@@ -52,6 +53,17 @@ private Q_SLOTS:
         QCOMPARE(w.sourceArea()->sources(), cmd.files);
         QCOMPARE(w.model()->rowCount(), 0); // nothing starts before a destination is chosen
         QVERIFY(w.hint()->text().contains(QStringLiteral("Choose where to copy 2 items")));
+        // No stick plugged in: nothing is guessed for the user (not the home folder), and Copy waits.
+        w.destinationPicker()->setDevices({});
+        QCOMPARE(w.destinationPicker()->destination(), QString());
+        QVERIFY(!w.copyButton()->isEnabled());
+        Device stick;
+        stick.mountPoint = QStringLiteral("/media/anna/STICK");
+        stick.name = QStringLiteral("STICK");
+        stick.removable = true;
+        w.destinationPicker()->setDevices({stick}); // the one stick: chosen
+        QCOMPARE(w.destinationPicker()->destination(), QStringLiteral("/media/anna/STICK"));
+        QVERIFY(w.copyButton()->isEnabled());
     }
 
     void destinationOnTheCommandLineStartsAtOnce()
@@ -256,8 +268,11 @@ private Q_SLOTS:
         MainWindow w;
         w.show();
         int dialogs = 0;
+        QString detail, escape;
         connect(w.questions(), &QuestionDialogs::dialogShown, this, [&](QMessageBox *box) {
             ++dialogs;
+            detail = box->informativeText();
+            escape = box->escapeButton() ? box->escapeButton()->text() : QString();
             box->checkBox()->setChecked(true);
             for (QAbstractButton *b : box->buttons())
                 if (b->text().contains(QStringLiteral("Overwrite")))
@@ -269,6 +284,10 @@ private Q_SLOTS:
         w.applyCommandLine(cmd);
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowCount() == 1 && w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
         QCOMPARE(dialogs, 1); // asked once, applied to all three
+        // Sizes, dates and which is newer; Escape skips the file, it never cancels the copy.
+        QVERIFY2(detail.contains(QStringLiteral("Existing: 3 bytes, modified ")) && detail.contains(QStringLiteral("same")),
+                 qPrintable(detail));
+        QCOMPARE(escape, QStringLiteral("&Skip"));
         for (const char *name : {"a", "b", "c"}) {
             QFile f(dir.filePath(QStringLiteral("out/tree/") + QLatin1String(name)));
             QVERIFY(f.open(QIODevice::ReadOnly));
