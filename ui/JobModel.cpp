@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "JobModel.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "Format.h"
@@ -80,6 +81,11 @@ bool JobModel::anyRunning() const
         if (!r.finished)
             return true;
     return false;
+}
+
+bool JobModel::anyFinished() const
+{
+    return std::any_of(rows_.cbegin(), rows_.cend(), [](const Row &r) { return r.finished; });
 }
 
 QString JobModel::statusOf(const Row &row) const

@@ -61,6 +61,7 @@ public:
     qint64 totalWrittenBytes() const;
     qint64 ownDirtyBytes() const; // -1 when no running job knows it
     bool anyRunning() const;
+    bool anyFinished() const;
 
 public Q_SLOTS:
     void onProgress(const SaneCopy::JobProgress &progress);

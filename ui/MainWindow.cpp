@@ -141,6 +141,11 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     queue_ = new QueueView(model_, copies);
     copiesLayout->addWidget(queue_, 1);
     connect(clearFinished_, &QToolButton::clicked, queue_, &QueueView::clearFinished);
+    // Enabled while there is something to clear.
+    clearFinished_->setEnabled(false);
+    auto followFinished = [this] { clearFinished_->setEnabled(model_->anyFinished()); };
+    connect(model_, &JobModel::dataChanged, clearFinished_, followFinished);
+    connect(model_, &JobModel::rowsRemoved, clearFinished_, followFinished);
     queue_->setEjectAvailable(Udisks::available());
     auto *charts = new QWidget(split);
     auto *chartLayout = new QHBoxLayout(charts);

@@ -113,12 +113,14 @@ private Q_SLOTS:
         QSignalSpy queued(&w, &MainWindow::jobQueued);
         QTest::keyClick(&w, Qt::Key_Return); // nothing to copy yet: nothing happens
         QCOMPARE(queued.count(), 0);
+        QVERIFY(!w.clearFinishedButton()->isEnabled());
         w.sourceArea()->addSources({QFile::encodeName(f.fileName())});
         w.destinationPicker()->setDestination(dir.filePath(QStringLiteral("out")));
         w.destinationPicker()->list()->setFocus();
         QTest::keyClick(w.destinationPicker()->list(), Qt::Key_Return);
         QVERIFY(queued.wait(10000));
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QVERIFY(w.clearFinishedButton()->isEnabled()); // something to clear now
         QTest::keyClick(&w, Qt::Key_Q, Qt::ControlModifier);
         QTRY_VERIFY(!w.isVisible());
     }

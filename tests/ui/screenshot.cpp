@@ -4,20 +4,123 @@
 //   QT_QPA_PLATFORM=offscreen sanecopy-screenshot OUT.png SECONDS DEST FILE...
 //   QT_QPA_PLATFORM=offscreen sanecopy-screenshot --unfinished OUT.png   (the question at start, when there are
 //                                                                          unfinished copies under $XDG_STATE_HOME)
+//   QT_QPA_PLATFORM=offscreen sanecopy-screenshot --states OUTDIR WORKDIR  (the window empty, the plan dialog, a
+//       conflict, and a cancelled copy, each saved as OUTDIR/window-STATE.png; WORKDIR gets the files they need)
 // A developer tool, not part of the app: it drives the same MainWindow through its command-line entry point.
 #include "CommandLine.h"
 #include "MainWindow.h"
+#include "DestinationPicker.h"
+#include "JobModel.h"
+#include "QuestionDialogs.h"
+#include "QueueView.h"
+#include "SourceDropArea.h"
 #include "UnfinishedDialog.h"
+#include "fault_syscalls.h"
+
+#include <QAbstractButton>
+#include <QCheckBox>
+#include <QFile>
+#include <QMessageBox>
+#include <sys/stat.h>
 
 #include <QApplication>
 #include <QDir>
+#include <QEventLoop>
 #include <QTimer>
 #include <cstdio>
+
+namespace {
+
+bool save(QWidget *w, const QString &path)
+{
+    const bool ok = w->grab().save(path);
+    std::printf("%s %s\n", ok ? "saved" : "could not save", qPrintable(path));
+    return ok;
+}
+
+void write(const QString &path, const QByteArray &bytes)
+{
+    QFile f(path);
+    if (f.open(QIODevice::WriteOnly))
+        f.write(bytes);
+}
+
+// Each state in turn, driven through the window's own entry points; the copy is slowed by the syscall seam
+// (256 KiB every 20 ms) so it can be caught running and cancelled.
+int states(const QString &out, const QString &work)
+{
+    QDir(work).mkpath(QStringLiteral("src/Holiday photos"));
+    QDir(work).mkpath(QStringLiteral("dest/Holiday photos"));
+    for (int i = 0; i < 6; ++i) {
+        const QString name = QStringLiteral("/Holiday photos/IMG_%1.jpg").arg(i, 4, 10, QLatin1Char('0'));
+        write(work + QStringLiteral("/src") + name, QByteArray(300 * 1024 + i, 'p'));
+        if (i < 3) // three of them are on the destination already
+            write(work + QStringLiteral("/dest") + name, QByteArray(290 * 1024, 'o'));
+    }
+    write(work + QStringLiteral("/src/video.mp4"), QByteArray(64 << 20, 'v'));
+    ::mkfifo(QFile::encodeName(work + QStringLiteral("/src/Holiday photos/pipe")).constData(), 0644);
+    sanecopy::test::FaultSyscalls slow;
+    slow.max_transfer = 256 * 1024;
+    slow.data_delay = std::chrono::milliseconds(20);
+    sanecopy::ScopedSyscalls seam(slow);
+
+    SaneCopy::MainWindow window;
+    window.resize(980, 700);
+    window.show();
+    QApplication::processEvents();
+    bool ok = save(&window, out + QStringLiteral("/window-empty.png"));
+
+    // The plan: a special file in the folder.
+    const QByteArray dest = QFile::encodeName(work + QStringLiteral("/dest"));
+    window.sourceArea()->addSources({QFile::encodeName(work + QStringLiteral("/src/Holiday photos"))});
+    window.destinationPicker()->setDestination(QFile::decodeName(dest));
+    QEventLoop loop;
+    QObject::connect(&window, &SaneCopy::MainWindow::problemsShown, &loop, [&] {
+        QTimer::singleShot(300, &loop, [&] {
+            auto *box = window.findChild<QMessageBox *>();
+            ok = box && save(box, out + QStringLiteral("/window-plan.png")) && ok;
+            for (QAbstractButton *b : box ? box->buttons() : QList<QAbstractButton *>())
+                if (b->text().startsWith(QLatin1String("Copy the Rest")))
+                    b->click();
+        });
+    });
+    // Then the first existing photo asks.
+    QObject::connect(window.questions(), &SaneCopy::QuestionDialogs::dialogShown, &loop, [&](QMessageBox *box) {
+        QTimer::singleShot(300, &loop, [&, box] {
+            ok = save(box, out + QStringLiteral("/window-conflict.png")) && ok;
+            box->checkBox()->setChecked(true);
+            for (QAbstractButton *b : box->buttons())
+                if (b->text() == QLatin1String("&Skip"))
+                    b->click();
+            loop.quit();
+        });
+    }, Qt::SingleShotConnection);
+    window.startCopy();
+    loop.exec();
+
+    // A copy cancelled halfway.
+    SaneCopy::CommandLine video;
+    video.files = {QFile::encodeName(work + QStringLiteral("/src/video.mp4"))};
+    video.destination = dest;
+    window.applyCommandLine(video);
+    QTimer::singleShot(2500, &loop, [&] {
+        const int row = window.model()->rowCount() - 1;
+        window.queueView()->cancelRequested(window.model()->jobIdAt(row));
+        QTimer::singleShot(1500, &loop, [&] { loop.quit(); });
+    });
+    loop.exec();
+    ok = save(&window, out + QStringLiteral("/window-cancelled.png")) && ok;
+    return ok ? 0 : 1;
+}
+
+} // namespace
 
 int main(int argc, char **argv)
 {
     QApplication app(argc, argv);
     const QStringList args = QApplication::arguments();
+    if (args.size() == 4 && args.at(1) == QLatin1String("--states"))
+        return states(args.at(2), args.at(3));
     if (args.size() == 3 && args.at(1) == QLatin1String("--unfinished")) {
         SaneCopy::MainWindow window;
         window.show();
