@@ -41,6 +41,8 @@ int main(int argc, char **argv)
     sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
     SaneCopy::MainWindow window;
     SaneCopy::SingleInstance instance(&window);
+    // Closed "in the background", the window is hidden: the application ends when its last copy does.
+    QObject::connect(&window, &SaneCopy::MainWindow::backgroundCopiesDone, &app, &QCoreApplication::quit);
     // The window knows the fallback to the icon compiled into the library when the theme has none.
     QApplication::setWindowIcon(window.windowIcon());
     window.show();

@@ -33,6 +33,7 @@
 #include <QSet>
 #include <QShortcut>
 #include <QSplitter>
+#include <QSystemTrayIcon>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -286,11 +287,17 @@ void MainWindow::closeEvent(QCloseEvent *event)
                                "where they were. Cancelled, their unfinished parts are removed."));
     QPushButton *later = box->addButton(tr("&Stop, Finish Later"), QMessageBox::AcceptRole);
     QPushButton *cancel = box->addButton(tr("&Cancel Copies"), QMessageBox::DestructiveRole);
+    // Where the desktop has a system tray (Plasma's status notifier), the copies can go on without the window.
+    QPushButton *background = QSystemTrayIcon::isSystemTrayAvailable()
+                                  ? box->addButton(tr("Keep Copying in the &Background"), QMessageBox::ApplyRole)
+                                  : nullptr;
     QPushButton *keep = box->addButton(tr("&Keep Copying"), QMessageBox::RejectRole);
-    box->setDefaultButton(keep);
+    box->setDefaultButton(background ? background : keep);
     box->setEscapeButton(keep);
-    connect(box, &QMessageBox::finished, this, [this, box, later, cancel] {
-        if (box->clickedButton() == later) {
+    connect(box, &QMessageBox::finished, this, [this, box, later, cancel, background] {
+        if (background && box->clickedButton() == background) {
+            keepCopyingInBackground();
+        } else if (box->clickedButton() == later) {
             closeNow_ = true;
             close();
         } else if (box->clickedButton() == cancel) {
@@ -300,6 +307,44 @@ void MainWindow::closeEvent(QCloseEvent *event)
         }
     });
     box->open();
+}
+
+void MainWindow::keepCopyingInBackground()
+{
+    if (!tray_) {
+        tray_ = new QSystemTrayIcon(windowIcon(), this);
+        connect(tray_, &QSystemTrayIcon::activated, this, [this] {
+            tray_->hide();
+            showNormal();
+            raise();
+            activateWindow();
+        });
+        // The icon's tooltip: the copies' bytes on the device, never what is only in the page cache.
+        connect(model_, &JobModel::dataChanged, tray_, [this] { tray_->setToolTip(backgroundStatus()); });
+    }
+    tray_->setToolTip(backgroundStatus());
+    tray_->show();
+    hide();
+    Q_EMIT wentToBackground();
+}
+
+QString MainWindow::backgroundStatus() const
+{
+    qint64 durable = 0, total = 0;
+    int running = 0;
+    for (int row = 0; row < model_->rowCount(); ++row) {
+        const QModelIndex i = model_->index(row);
+        if (i.data(JobModel::FinishedRole).toBool())
+            continue;
+        ++running;
+        total += 1000000;
+        durable += qint64(1000000 * i.data(JobModel::DurableFractionRole).toDouble());
+    }
+    if (running == 0)
+        return tr("SaneCopy: done");
+    return (running == 1 ? tr("SaneCopy: 1 copy, %2 % on the device") : tr("SaneCopy: %1 copies, %2 % on the device"))
+        .arg(running)
+        .arg(int(100 * durable / total));
 }
 
 void MainWindow::offerUnfinished()
@@ -517,6 +562,11 @@ void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes
     if (closeWhenIdle_ && !model_->anyRunning()) {
         closeNow_ = true;
         close();
+    }
+    // Copying in the background, and the last copy is done (its notification said so): nothing is left to show.
+    if (tray_ && tray_->isVisible() && !isVisible() && !model_->anyRunning()) {
+        tray_->hide();
+        Q_EMIT backgroundCopiesDone();
     }
     destination_->refreshDevices(); // the free space changed
     const int row = model_->rowOf(jobId);

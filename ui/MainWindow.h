@@ -19,6 +19,7 @@ class QCheckBox;
 class QLabel;
 class QPushButton;
 class QToolButton;
+class QSystemTrayIcon;
 
 namespace SaneCopy {
 
@@ -56,12 +57,18 @@ public:
     QCheckBox *manifestBox() const { return manifest_; }
     QToolButton *clearFinishedButton() const { return clearFinished_; }
     JobJournal &journal() { return *journal_; }
+    QSystemTrayIcon *trayIcon() const { return tray_; }
+    // "SaneCopy: 2 copies, 45 % on the device": the tray icon's tooltip.
+    QString backgroundStatus() const;
 
 public Q_SLOTS:
     // Plans a copy of the current sources to the current destination, shows problems, then queues it.
     void startCopy();
     // Offers the copies an earlier run left unfinished (JobJournal), if there are any: resume, discard or later.
     void offerUnfinished();
+    // Closing with copies running, "in the background": the window hides, a status-notifier icon shows their
+    // progress (bytes on the device) and brings the window back when clicked.
+    void keepCopyingInBackground();
 
 Q_SIGNALS:
     // A plan found problems and asks the user; |problems| is what the dialog lists.
@@ -69,6 +76,9 @@ Q_SIGNALS:
     void jobQueued(quint64 jobId);
     // The unfinished copies were looked at: |offered| of them are in the dialog now (0: no dialog).
     void unfinishedOffered(int offered);
+    void wentToBackground();
+    // In the background, the last copy ended: the application can quit (main() connects this to quit()).
+    void backgroundCopiesDone();
     // Discarding unfinished copies is done: their part files are gone.
     void unfinishedDiscarded(qint64 partFilesRemoved);
 
@@ -103,6 +113,7 @@ private:
     QLabel *hint_;
     QueueView *queue_;
     QToolButton *clearFinished_;
+    QSystemTrayIcon *tray_ = nullptr;
     TimeSeriesChart *throughput_;
     TimeSeriesChart *dirty_;
     SystemMonitor *monitor_;

@@ -11,12 +11,14 @@
 #include <QComboBox>
 #include <QFileDialog>
 #include <QMenu>
+#include <QSystemTrayIcon>
 #include <QPlainTextEdit>
 #include <QMenuBar>
 #include <QTimer>
 #include <QToolButton>
 #include "SourceDropArea.h"
 #include "DurableProgressBar.h"
+#include "fault_syscalls.h"
 
 #include <QFile>
 #include <QProcess>
@@ -123,6 +125,37 @@ private Q_SLOTS:
         QVERIFY(w.clearFinishedButton()->isEnabled()); // something to clear now
         QTest::keyClick(&w, Qt::Key_Q, Qt::ControlModifier);
         QTRY_VERIFY(!w.isVisible());
+    }
+
+    void inTheBackgroundTheTrayShowsBytesOnTheDeviceAndTheEndEndsIt()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir(dir.path()).mkdir(QStringLiteral("out"));
+        QFile f(dir.filePath(QStringLiteral("big.bin")));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(8 << 20, 'b'));
+        f.close();
+        sanecopy::test::FaultSyscalls slow; // 256 KiB every 20 ms: about 0.7 s for the file
+        slow.max_transfer = 256 * 1024;
+        slow.data_delay = std::chrono::milliseconds(20);
+        sanecopy::ScopedSyscalls seam(slow);
+        MainWindow w;
+        w.show();
+        QSignalSpy done(&w, &MainWindow::backgroundCopiesDone);
+        CommandLine cmd;
+        cmd.files = {QFile::encodeName(f.fileName())};
+        cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
+        w.applyCommandLine(cmd);
+        QTRY_VERIFY(w.model()->anyRunning() && w.model()->rowCount() == 1);
+        w.keepCopyingInBackground();
+        QVERIFY(!w.isVisible());
+        QVERIFY(w.trayIcon());
+        QVERIFY2(w.trayIcon()->toolTip().contains(QStringLiteral("1 copy, ")) &&
+                     w.trayIcon()->toolTip().contains(QStringLiteral("% on the device")),
+                 qPrintable(w.trayIcon()->toolTip()));
+        QVERIFY(done.wait(20000)); // the copy's end ends the background
+        QVERIFY(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool());
+        QCOMPARE(w.backgroundStatus(), QStringLiteral("SaneCopy: done"));
     }
 
     void arrowingThroughDestinationsOpensNoDialog()
