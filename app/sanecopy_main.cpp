@@ -13,12 +13,8 @@
 
 int main(int argc, char **argv)
 {
-    QApplication app(argc, argv);
-    QApplication::setApplicationName(QStringLiteral("SaneCopy"));
-    QApplication::setApplicationVersion(QStringLiteral(SANECOPY_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("io.github.sanecopy.SaneCopy"));
-
-    // The arguments as the bytes they are: a file name need not be UTF-8 (see ui/Paths.h).
+    // The arguments as the bytes they are: a file name need not be UTF-8 (see ui/Paths.h). Read before the
+    // application object exists, so --help and a usage error work in a terminal without a display.
     QList<QByteArray> args;
     for (int i = 1; i < argc; ++i)
         args << QByteArray(argv[i]);
@@ -28,13 +24,22 @@ int main(int argc, char **argv)
                     "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
                     "  --to DEST   start copying FILEs into DEST at once\n"
                     "  --move      move instead: each source goes once its copy is on the device\n"
-                    "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n");
+                    "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n"
+                    "A window already running takes the FILEs instead (this one then exits 0).\n"
+                    "Copies a crash, a kill or a logout left unfinished are offered at the next start: resume\n"
+                    "(what is on the device stays; files with the source's size and time count as copied),\n"
+                    "discard (their part files are removed), or later. They are kept in\n"
+                    "$XDG_STATE_HOME/sanecopy/jobs.\n");
         return 0;
     }
     if (!cmd.error.isEmpty()) {
         std::fprintf(stderr, "sanecopy: %s\n", qPrintable(cmd.error));
         return 2;
     }
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("SaneCopy"));
+    QApplication::setApplicationVersion(QStringLiteral(SANECOPY_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("io.github.sanecopy.SaneCopy"));
     // A window is running already (a second "Safe Copy To…" click): it queues these files, and this process goes.
     if (SaneCopy::SingleInstance::handOver(cmd))
         return 0;
