@@ -467,6 +467,144 @@ std::string parse_udev_fs_type(std::string_view udev_data)
     return {};
 }
 
+namespace {
+
+// The value of "E:KEY=" in a udev record, as written; nullopt when the key is not there.
+std::optional<std::string_view> udev_value(std::string_view udev_data, std::string_view key)
+{
+    for (std::string_view line : split(udev_data, '\n')) {
+        if (line.size() > key.size() + 3 && line.substr(0, 2) == "E:" && line.substr(2, key.size()) == key &&
+            line[2 + key.size()] == '=')
+            return line.substr(3 + key.size());
+    }
+    return std::nullopt;
+}
+
+// udev's _ENC form: every byte that is not plain printable ASCII (a space too) as \xHH.
+std::string udev_unescape(std::string_view enc)
+{
+    std::string out;
+    out.reserve(enc.size());
+    for (std::size_t i = 0; i < enc.size(); ++i) {
+        if (enc.substr(i, 2) == "\\x" && i + 3 < enc.size()) {
+            unsigned byte = 0;
+            const char *hex = enc.data() + i + 2;
+            const auto parsed = std::from_chars(hex, hex + 2, byte, 16);
+            if (parsed.ec == std::errc() && parsed.ptr == hex + 2) {
+                out.push_back(char(byte));
+                i += 3;
+                continue;
+            }
+        }
+        out.push_back(enc[i]);
+    }
+    return out;
+}
+
+// Vendor and model strings are padded with spaces to their SCSI field widths.
+std::string collapse_spaces(std::string_view text)
+{
+    std::string out;
+    for (char c : text) {
+        if (c == ' ' && (out.empty() || out.back() == ' '))
+            continue;
+        out.push_back(c);
+    }
+    while (!out.empty() && out.back() == ' ')
+        out.pop_back();
+    return out;
+}
+
+} // namespace
+
+std::string parse_udev_label(std::string_view udev_data)
+{
+    if (auto enc = udev_value(udev_data, "ID_FS_LABEL_ENC"))
+        return udev_unescape(trim(*enc));
+    if (auto plain = udev_value(udev_data, "ID_FS_LABEL"))
+        return std::string(trim(*plain));
+    return {};
+}
+
+std::string parse_udev_model(std::string_view udev_data)
+{
+    auto field = [&](std::string_view enc_key, std::string_view key) {
+        if (auto enc = udev_value(udev_data, enc_key))
+            return collapse_spaces(udev_unescape(*enc));
+        if (auto plain = udev_value(udev_data, key))
+            return collapse_spaces(*plain);
+        return std::string();
+    };
+    const std::string vendor = field("ID_VENDOR_ENC", "ID_VENDOR");
+    const std::string model = field("ID_MODEL_ENC", "ID_MODEL");
+    if (vendor.empty() || model.rfind(vendor, 0) == 0) // "Kingston DataTraveler" already names its maker
+        return model;
+    return model.empty() ? vendor : vendor + " " + model;
+}
+
+std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &mounts, std::string_view sysfs_root,
+                                             std::string_view udev_root)
+{
+    std::vector<RemovableMount> out;
+    for (const MountEntry &m : mounts) {
+        DeviceInfo info;
+        if (!probe_block_device(m.dev_major, m.dev_minor, sysfs_root, info) || !info.removable)
+            continue;
+        if (std::any_of(out.begin(), out.end(), [&](const RemovableMount &o) { return o.block_device == info.block_device; }))
+            continue; // a bind mount of a device already listed
+        RemovableMount r;
+        r.mount_point = m.mount_point;
+        r.block_device = info.block_device;
+        r.fs_type = m.fs_subtype.empty() ? m.fs_type : m.fs_subtype;
+        if (!udev_root.empty()) {
+            const std::string record = std::string(udev_root) + "/b" + std::to_string(m.dev_major) + ":" +
+                                       std::to_string(m.dev_minor);
+            if (auto text = read_kernel_text(record)) {
+                r.label = parse_udev_label(*text);
+                r.model = parse_udev_model(*text);
+            }
+        }
+        if (r.model.empty()) {
+            // SCSI disks (USB sticks among them) have their inquiry strings in sysfs, udev or not.
+            const std::string dev_dir = std::string(sysfs_root) + "/block/" + info.disk + "/device/";
+            auto vendor = read_kernel_text(dev_dir + "vendor");
+            auto model = read_kernel_text(dev_dir + "model");
+            std::string udev_like;
+            if (vendor)
+                udev_like += "E:ID_VENDOR=" + std::string(trim(*vendor)) + "\n";
+            if (model)
+                udev_like += "E:ID_MODEL=" + std::string(trim(*model)) + "\n";
+            r.model = parse_udev_model(udev_like);
+        }
+        out.push_back(std::move(r));
+    }
+
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        RemovableMount &r = out[i];
+        std::string base = !r.label.empty() ? r.label
+                         : !r.model.empty() ? r.model
+                                            : std::string(base_name(r.mount_point));
+        if (base.empty() || base == "/")
+            base = r.block_device;
+        std::replace(base.begin(), base.end(), '/', '_');
+        std::string name = base;
+        for (int n = 2; std::any_of(out.begin(), out.begin() + std::ptrdiff_t(i),
+                                    [&](const RemovableMount &o) { return o.name == name; });
+             ++n)
+            name = base + " (" + std::to_string(n) + ")";
+        r.name = std::move(name);
+    }
+    return out;
+}
+
+std::vector<RemovableMount> current_removable_mounts()
+{
+    auto text = read_kernel_text("/proc/self/mountinfo");
+    if (!text)
+        return {};
+    return removable_mounts(parse_mountinfo(*text), "/sys", "/run/udev/data");
+}
+
 std::string probe_fs_type_with_blkid(const std::string &device)
 {
     // libblkid reads the superblock itself, outside the syscall seam: this is a read-only probe of a few

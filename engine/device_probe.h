@@ -152,6 +152,35 @@ std::string probe_fs_type_with_blkid(const std::string &device);
 // udev's record first, libblkid second. For fuseblk mounts, where mountinfo names no type.
 std::string detect_fs_type(const std::string &device, unsigned major_no, unsigned minor_no);
 
+// The label udev recorded for a filesystem: ID_FS_LABEL_ENC unescaped ("PHOTOS\x202026" -> "PHOTOS 2026"), else
+// ID_FS_LABEL (whose spaces udev has already turned into '_'); empty when none. Pure.
+std::string parse_udev_label(std::string_view udev_data);
+// The device's maker and model as udev recorded them ("SanDisk Cruzer Blade" from ID_VENDOR_ENC and ID_MODEL_ENC,
+// padding dropped); empty when unknown. Pure.
+std::string parse_udev_model(std::string_view udev_data);
+
+// A mounted filesystem on a removable disk: what a destination list or a file manager's list of sticks shows.
+struct RemovableMount {
+    std::string mount_point;
+    std::string block_device; // "sdb1"
+    std::string fs_type;      // "vfat"; a FUSE filesystem's subtype ("exfat") where mountinfo names one
+    std::string label;        // the filesystem's label; empty when it has none
+    std::string model;        // "SanDisk Cruzer Blade"; empty when unknown
+    // As the desktop names it: the label, else the model, else the mount point's last component. Never empty,
+    // never holds '/', and unique within one removable_mounts() answer (" (2)" on the second of two "STICK"s),
+    // so it can be a folder name in a URL.
+    std::string name;
+};
+
+// The removable block devices (probe_block_device's sense: the RMB bit, or a USB or MMC bus) mounted in |mounts|,
+// in mountinfo order; a device mounted twice is listed once, at its first mount. The label and model come from
+// udev's database under |udev_root| ("/run/udev/data"), the model else from sysfs; an empty |udev_root| reads
+// no udev records.
+std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &mounts, std::string_view sysfs_root,
+                                             std::string_view udev_root);
+// This process's removable mounts: /proc/self/mountinfo, /sys and /run/udev/data.
+std::vector<RemovableMount> current_removable_mounts();
+
 // The full probe of an existing folder. Reads /proc/self/mountinfo and /sys.
 // Fails only when the folder can't be opened or stat'ed. Without a readable mountinfo or sysfs (a bare
 // container) the mount and block-device fields stay empty and the writeback mode follows the statfs magic.

@@ -26,30 +26,22 @@ QString Device::describe() const
 }
 
 QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, const QString &sysfsRoot,
-                               const SizeLookup &sizes, const LabelLookup &labels)
+                               const SizeLookup &sizes, const LabelLookup &labels, const QString &udevRoot)
 {
     QList<Device> devices;
-    const std::string root = sysfsRoot.toStdString();
-    for (const sanecopy::MountEntry &m : mounts) {
-        sanecopy::DeviceInfo info;
-        if (!sanecopy::probe_block_device(m.dev_major, m.dev_minor, root, info) || !info.removable)
-            continue;
+    for (const sanecopy::RemovableMount &m : sanecopy::removable_mounts(mounts, sysfsRoot.toStdString(), udevRoot.toStdString())) {
         Device d;
         d.mountPoint = QString::fromStdString(m.mount_point);
-        d.blockDevice = QString::fromStdString(info.block_device);
-        d.fsType = QString::fromStdString(m.fs_subtype.empty() ? m.fs_type : m.fs_subtype);
+        d.blockDevice = QString::fromStdString(m.block_device);
+        d.fsType = QString::fromStdString(m.fs_type);
         d.removable = true;
         if (labels)
             d.name = labels(d.blockDevice);
         if (d.name.isEmpty())
-            d.name = QFileInfo(d.mountPoint).fileName();
-        if (d.name.isEmpty())
-            d.name = d.blockDevice;
+            d.name = QString::fromStdString(m.name);
         if (sizes)
             sizes(d.mountPoint, d.size, d.free);
-        // The same device mounted twice (a bind mount) is one destination.
-        if (std::none_of(devices.begin(), devices.end(), [&](const Device &o) { return o.blockDevice == d.blockDevice; }))
-            devices.append(d);
+        devices.append(d);
     }
     std::sort(devices.begin(), devices.end(), [](const Device &a, const Device &b) {
         return QString::localeAwareCompare(a.name, b.name) < 0;
@@ -88,26 +80,8 @@ QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> 
         d.removable = true;
         if (labels)
             d.name = labels(d.blockDevice);
-        if (d.name.isEmpty()) {
-            // The _ENC form keeps the label's spaces and bytes, escaped as \xHH (ID_FS_LABEL has '_' for them).
-            for (const QByteArray &line : record.split('\n')) {
-                if (!line.startsWith("E:ID_FS_LABEL_ENC="))
-                    continue;
-                const QByteArray enc = line.mid(18);
-                QByteArray raw;
-                for (qsizetype i = 0; i < enc.size(); ++i) {
-                    bool ok = false;
-                    const int byte = enc.mid(i + 2, 2).toInt(&ok, 16);
-                    if (enc.mid(i, 2) == "\\x" && ok) {
-                        raw += char(byte);
-                        i += 3;
-                    } else {
-                        raw += enc[i];
-                    }
-                }
-                d.name = QString::fromUtf8(raw);
-            }
-        }
+        if (d.name.isEmpty())
+            d.name = QString::fromStdString(sanecopy::parse_udev_label(std::string_view(record.constData(), size_t(record.size()))));
         if (d.name.isEmpty())
             d.name = d.blockDevice;
         QFile sectors(sysfsRoot + QStringLiteral("/dev/block/") + entry + QStringLiteral("/size"));
@@ -143,7 +117,7 @@ QList<Device> currentRemovableDevices()
             free = storage.bytesAvailable();
             return true;
         },
-        udisks ? LabelLookup(&Udisks::label) : LabelLookup());
+        udisks ? LabelLookup(&Udisks::label) : LabelLookup(), QStringLiteral("/run/udev/data"));
     // Only UDisks2 can mount a stick for the user; without it an unmounted one is no destination.
     if (udisks)
         devices += unmountedRemovableDevices(mounts, QStringLiteral("/sys"), QStringLiteral("/run/udev/data"),

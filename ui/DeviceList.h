@@ -28,10 +28,11 @@ struct Device {
 using SizeLookup = std::function<bool(const QString &mountPoint, qint64 &size, qint64 &free)>;
 using LabelLookup = std::function<QString(const QString &blockDevice)>;
 
-// Pure over its inputs: the removable block-device mounts in |mounts|, by name. |sysfsRoot| is "/sys" in
-// production, a fixture tree in tests.
+// Pure over its inputs: the removable block-device mounts in |mounts| (sanecopy::removable_mounts), by name.
+// |labels| (UDisks2) names a device first, then the engine's name (udev's label, the model, the mount point).
+// |sysfsRoot| is "/sys" and |udevRoot| "/run/udev/data" in production, fixture trees (or none) in tests.
 QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, const QString &sysfsRoot,
-                               const SizeLookup &sizes, const LabelLookup &labels = {});
+                               const SizeLookup &sizes, const LabelLookup &labels = {}, const QString &udevRoot = {});
 
 // The real thing: this process's mounts, /sys, QStorageInfo, UDisks2 labels where available.
 // Filesystems on removable disks that nobody mounted yet: a stick just plugged in on a desktop that does not

@@ -684,3 +684,56 @@ TEST_CASE("fusefat: the FUSE FAT driver gets FAT's limits", "[device_probe]")
     CHECK(safe_name("a:b?.txt.", fs_limits_for("exfat")) == "a_b_.txt_");
     CHECK(safe_name("plain.txt", fs_limits_for("exfat")) == "plain.txt");
 }
+
+TEST_CASE("udev records: the label unescaped, the maker and model without padding", "[device_probe]")
+{
+    CHECK(parse_udev_label("E:ID_FS_LABEL=PHOTOS_2026\nE:ID_FS_LABEL_ENC=PHOTOS\\x202026\n") == "PHOTOS 2026");
+    CHECK(parse_udev_label("E:ID_FS_LABEL=My_Stick\n") == "My_Stick");
+    CHECK(parse_udev_label("E:ID_FS_LABEL_ENC=caf\\xc3\\xa9\\x2fb\\xzz\n") == "caf\xc3\xa9/b\\xzz");
+    CHECK(parse_udev_label("E:ID_FS_TYPE=vfat\nE:ID_FS_LABEL_FATBOOT=NO NAME\n").empty());
+    CHECK(parse_udev_model("E:ID_VENDOR_ENC=SanDisk\\x20\nE:ID_MODEL_ENC=Cruzer\\x20Blade\\x20\\x20\\x20\\x20\n") ==
+          "SanDisk Cruzer Blade");
+    CHECK(parse_udev_model("E:ID_VENDOR=Kingston\nE:ID_MODEL=Kingston_DataTraveler\nE:ID_MODEL_ENC=Kingston\\x20DataTraveler\n") ==
+          "Kingston DataTraveler");
+    CHECK(parse_udev_model("E:ID_MODEL=Flash_Disk\n") == "Flash_Disk");
+    CHECK(parse_udev_model("E:ID_FS_TYPE=vfat\n").empty());
+}
+
+TEST_CASE("removable_mounts: sticks and card readers, named as the desktop names them", "[device_probe]")
+{
+    const auto mounts = fixture_mounts("desktop.txt");
+    const auto found = removable_mounts(mounts, kSysfs, kFixtures + "/udev");
+    // sdb1 is a stick (removable=1), sdc1 a USB card reader that says removable=0; the NVMe disk is neither and
+    // sdd1, sde1 have no sysfs entry in the fixture.
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].block_device == "sdb1");
+    CHECK(found[0].mount_point == "/media/anna/My Stick");
+    CHECK(found[0].fs_type == "vfat");
+    CHECK(found[0].label == "My_Stick"); // this fixture's udev record has only the '_' form
+    CHECK(found[0].name == "My_Stick");
+    CHECK(found[1].block_device == "sdc1");
+    CHECK(found[1].label.empty());
+    CHECK(found[1].model == "Generic USB SD Reader"); // from sysfs: this record holds no model
+    CHECK(found[1].name == "Generic USB SD Reader");
+
+    // Without udev: the label is unknown, so the mount point's last component names the stick.
+    const auto bare = removable_mounts(mounts, kSysfs, "");
+    REQUIRE(bare.size() == 2);
+    CHECK(bare[0].name == "My Stick");
+}
+
+TEST_CASE("removable_mounts: a device mounted twice is one entry, and two of a name are told apart", "[device_probe]")
+{
+    const auto mounts = parse_mountinfo(
+        "30 22 8:17 / /media/anna/Generic\\040USB\\040SD\\040Reader rw - vfat /dev/sdb1 rw\n"
+        "31 22 8:33 / /mnt/usb rw - ext4 /dev/sdc1 rw\n"
+        "32 22 8:17 /DCIM /home/anna/Photos rw - vfat /dev/sdb1 rw\n"
+        "33 22 7:3 / /mnt/loop rw - ext4 /dev/loop3 rw\n");
+    const auto found = removable_mounts(mounts, kSysfs, "");
+    REQUIRE(found.size() == 2);
+    CHECK(found[0].mount_point == "/media/anna/Generic USB SD Reader");
+    CHECK(found[0].name == "Generic USB SD Reader");
+    CHECK(found[1].name == "Generic USB SD Reader (2)");
+    for (const auto &m : found)
+        CHECK(m.name.find('/') == std::string::npos);
+}
