@@ -42,12 +42,14 @@ private Q_SLOTS:
                 return true;
             });
         QCOMPARE(devices.size(), 2);
-        QCOMPARE(devices[0].name, QStringLiteral("My Stick")); // the escaped space is unescaped
-        QCOMPARE(devices[0].mountPoint, QStringLiteral("/media/anna/My Stick"));
-        QCOMPARE(devices[0].blockDevice, QStringLiteral("sdb1"));
-        QCOMPARE(devices[0].fsType, QStringLiteral("vfat"));
-        QCOMPARE(devices[1].blockDevice, QStringLiteral("sdc1")); // a USB card reader that says removable=0
-        QVERIFY(devices[0].describe().contains(QStringLiteral("free")));
+        // Sorted by name. A USB card reader that says removable=0, named by its model (sysfs), comes first.
+        QCOMPARE(devices[0].blockDevice, QStringLiteral("sdc1"));
+        QCOMPARE(devices[0].name, QStringLiteral("Generic USB SD Reader"));
+        QCOMPARE(devices[1].name, QStringLiteral("My Stick")); // the escaped space is unescaped
+        QCOMPARE(devices[1].mountPoint, QStringLiteral("/media/anna/My Stick"));
+        QCOMPARE(devices[1].blockDevice, QStringLiteral("sdb1"));
+        QCOMPARE(devices[1].fsType, QStringLiteral("vfat"));
+        QVERIFY(devices[1].describe().contains(QStringLiteral("free")));
     }
 
     void labelsFromUdisksWin()
