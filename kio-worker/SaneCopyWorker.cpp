@@ -7,11 +7,15 @@
 #include "UrlMapping.h"
 
 #include "copy_job.h"
+#include "device_probe.h"
 #include "fd.h"
 #include "stream_writer.h"
 #include "sys.h"
 
 #include <QCoreApplication>
+#include <KIO/Global>
+#include <KLocalizedString>
+
 #include <QDateTime>
 #include <QMimeDatabase>
 #include <QUrl>
@@ -120,6 +124,98 @@ KIO::WorkerResult SaneCopyWorker::failWith(FileOp op, int err, const QByteArray 
 
 KIO::WorkerResult SaneCopyWorker::failExists(const QByteArray &path) { return failWith(FileOp::Write, EEXIST, path); }
 
+std::vector<sanecopy::RemovableMount> SaneCopyWorker::devices() const
+{
+    auto text = sanecopy::read_kernel_text("/proc/self/mountinfo");
+    if (!text)
+        return {};
+    // SANECOPY_SYSFS_ROOT is for tests only: a tree of their own in which a loop device they made is removable.
+    const QByteArray sysfs = qEnvironmentVariableIsSet("SANECOPY_SYSFS_ROOT") ? qgetenv("SANECOPY_SYSFS_ROOT")
+                                                                              : QByteArrayLiteral("/sys");
+    return sanecopy::removable_mounts(sanecopy::parse_mountinfo(*text), toStd(sysfs), "/run/udev/data");
+}
+
+SaneCopyWorker::Resolved SaneCopyWorker::resolve(const QUrl &url, bool creating)
+{
+    Resolved r;
+    const auto onDevice = devicePathFromUrl(url);
+    if (!onDevice) {
+        r.path = localPathFromUrl(url);
+        if (!r.path)
+            r.error = malformed(url);
+        return r;
+    }
+    const auto notHere = [] {
+        return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED,
+                                       i18n("Safe Copy lists the devices that are plugged in. Open one of them, "
+                                            "or drop the files onto it."));
+    };
+    if (onDevice->device.isEmpty()) {
+        r.error = notHere();
+        return r;
+    }
+    for (const sanecopy::RemovableMount &d : devices()) {
+        if (fromStd(d.name) == onDevice->device) {
+            r.path = fromStd(d.mount_point) + onDevice->rest;
+            r.deviceRoot = onDevice->rest.isEmpty();
+            return r;
+        }
+    }
+    // Pulled out or unmounted since the list was shown; or a new name beside the devices.
+    r.error = creating && onDevice->rest.isEmpty() ? notHere()
+                                                   : KIO::WorkerResult::fail(KIO::ERR_DOES_NOT_EXIST, url.toDisplayString());
+    return r;
+}
+
+KIO::WorkerResult SaneCopyWorker::statDeviceList()
+{
+    KIO::UDSEntry entry;
+    entry.reserve(6);
+    entry.fastInsert(KIO::UDSEntry::UDS_NAME, QStringLiteral("."));
+    entry.fastInsert(KIO::UDSEntry::UDS_DISPLAY_NAME, i18n("Safe Copy"));
+    entry.fastInsert(KIO::UDSEntry::UDS_FILE_TYPE, S_IFDIR);
+    // Read-only: Dolphin then offers no "paste here" on the list itself, only on a device in it.
+    entry.fastInsert(KIO::UDSEntry::UDS_ACCESS, 0555);
+    entry.fastInsert(KIO::UDSEntry::UDS_MIME_TYPE, QStringLiteral("inode/directory"));
+    entry.fastInsert(KIO::UDSEntry::UDS_ICON_NAME, QStringLiteral("io.github.sanecopy.SaneCopy"));
+    statEntry(entry);
+    return KIO::WorkerResult::pass();
+}
+
+bool SaneCopyWorker::fillDeviceEntry(KIO::UDSEntry &entry, const sanecopy::RemovableMount &device)
+{
+    const QString name = decodeFileName(fromStd(device.name));
+    if (!fillEntry(entry, AT_FDCWD, fromStd(device.mount_point), name))
+        return false;
+    QString shown = name;
+    struct statvfs vfs {};
+    // fusefat reports a size of 0: unknown, not full.
+    if (::statvfs(device.mount_point.c_str(), &vfs) == 0 && vfs.f_blocks > 0)
+        shown = i18nc("a device in Safe Copy: its name, its free space", "%1 (%2 free)", name,
+                      KIO::convertSize(KIO::filesize_t(vfs.f_bavail) * vfs.f_frsize));
+    entry.fastInsert(KIO::UDSEntry::UDS_DISPLAY_NAME, shown);
+    entry.fastInsert(KIO::UDSEntry::UDS_ICON_NAME, QStringLiteral("drive-removable-media-usb"));
+    return true;
+}
+
+KIO::WorkerResult SaneCopyWorker::listDevices()
+{
+    KIO::UDSEntry self;
+    self.fastInsert(KIO::UDSEntry::UDS_NAME, QStringLiteral("."));
+    self.fastInsert(KIO::UDSEntry::UDS_FILE_TYPE, S_IFDIR);
+    self.fastInsert(KIO::UDSEntry::UDS_ACCESS, 0555);
+    self.fastInsert(KIO::UDSEntry::UDS_MIME_TYPE, QStringLiteral("inode/directory"));
+    listEntry(self);
+    for (const sanecopy::RemovableMount &d : devices()) {
+        KIO::UDSEntry entry;
+        // A mount point that can't be stat'ed (a FUSE driver that died) is no place to copy to.
+        if (fillDeviceEntry(entry, d))
+            listEntry(entry);
+        qCDebug(SANECOPY_KIO) << "device" << QString::fromStdString(d.name) << "at" << QString::fromStdString(d.mount_point);
+    }
+    return KIO::WorkerResult::pass();
+}
+
 QString SaneCopyWorker::userName(uid_t uid)
 {
     auto it = users_.constFind(uid);
@@ -185,9 +281,21 @@ bool SaneCopyWorker::fillEntry(KIO::UDSEntry &entry, int dirfd, const QByteArray
 
 KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    if (const auto onDevice = devicePathFromUrl(url); onDevice && onDevice->device.isEmpty())
+        return statDeviceList();
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
+    if (pathTarget.deviceRoot) {
+        for (const sanecopy::RemovableMount &d : devices()) {
+            KIO::UDSEntry entry;
+            if (fromStd(d.mount_point) == *path && fillDeviceEntry(entry, d)) {
+                statEntry(entry);
+                return KIO::WorkerResult::pass();
+            }
+        }
+    }
     const auto [dir, name] = splitPath(*path);
     UniqueFd dirfd(sys().openat(AT_FDCWD, dir.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0));
     if (!dirfd)
@@ -202,9 +310,10 @@ KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     struct stat st {};
     if (::stat(path->constData(), &st) < 0)
         return failWith(FileOp::Stat, errno, *path);
@@ -227,9 +336,12 @@ KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::listDir(const QUrl &url)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    if (const auto onDevice = devicePathFromUrl(url); onDevice && onDevice->device.isEmpty())
+        return listDevices();
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     UniqueFd dir(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
     if (!dir)
         return failWith(FileOp::List, errno, *path);
@@ -252,9 +364,10 @@ KIO::WorkerResult SaneCopyWorker::listDir(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::mkdir(const QUrl &url, int permissions)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url, true);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     if (::mkdir(path->constData(), 0777) < 0)
         return failWith(FileOp::Mkdir, errno, *path);
     if (permissions != -1 && ::chmod(path->constData(), mode_t(permissions)) < 0)
@@ -265,9 +378,10 @@ KIO::WorkerResult SaneCopyWorker::mkdir(const QUrl &url, int permissions)
 
 KIO::WorkerResult SaneCopyWorker::del(const QUrl &url, bool isFile)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     // No sync here: KIO's DeleteJob removes a tree one entry at a time, and a sync per entry would make deleting
     // a folder of small files crawl; a removal left unwritten loses nothing.
     if (isFile) {
@@ -281,12 +395,14 @@ KIO::WorkerResult SaneCopyWorker::del(const QUrl &url, bool isFile)
 
 KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO::JobFlags flags)
 {
-    const auto from = localPathFromUrl(src);
-    const auto to = localPathFromUrl(dest);
-    if (!from)
-        return malformed(src);
-    if (!to)
-        return malformed(dest);
+    const Resolved fromTarget = resolve(src);
+    if (fromTarget.error)
+        return *fromTarget.error;
+    const Resolved toTarget = resolve(dest, true);
+    if (toTarget.error)
+        return *toTarget.error;
+    const auto &from = fromTarget.path;
+    const auto &to = toTarget.path;
     struct stat st {};
     if (::lstat(from->constData(), &st) < 0)
         return failWith(FileOp::Rename, errno, *from);
@@ -320,9 +436,10 @@ KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO:
 
 KIO::WorkerResult SaneCopyWorker::symlink(const QString &target, const QUrl &dest, KIO::JobFlags flags)
 {
-    const auto path = localPathFromUrl(dest);
-    if (!path)
-        return malformed(dest);
+    const Resolved pathTarget = resolve(dest, true);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     const QByteArray linkTarget = encodeFileName(target);
     if (sys().symlinkat(linkTarget.constData(), AT_FDCWD, path->constData()) < 0) {
         if (errno != EEXIST)
@@ -339,9 +456,10 @@ KIO::WorkerResult SaneCopyWorker::symlink(const QString &target, const QUrl &des
 
 KIO::WorkerResult SaneCopyWorker::chmod(const QUrl &url, int permissions)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     if (::chmod(path->constData(), mode_t(permissions)) < 0)
         return failWith(FileOp::Chmod, errno, *path);
     return KIO::WorkerResult::pass();
@@ -349,9 +467,10 @@ KIO::WorkerResult SaneCopyWorker::chmod(const QUrl &url, int permissions)
 
 KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDateTime &mtime)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     struct timespec times[2] = {{0, UTIME_OMIT}, toTimespec(mtime)};
     if (sys().utimensat(AT_FDCWD, path->constData(), times, 0) < 0)
         return failWith(FileOp::SetTime, errno, *path);
@@ -365,9 +484,10 @@ KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDa
 
 KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     // O_NONBLOCK: a FIFO put where a file was must not hang the worker in open().
     UniqueFd fd(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0));
     if (!fd)
@@ -423,9 +543,10 @@ KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::JobFlags flags)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url, true);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     sanecopy::StreamOptions options;
     options.conflict = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
     if (permissions != -1)
@@ -494,12 +615,14 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
 
 KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*permissions*/, KIO::JobFlags flags)
 {
-    const auto from = localPathFromUrl(src);
-    const auto to = localPathFromUrl(dest);
-    if (!from)
-        return malformed(src);
-    if (!to)
-        return malformed(dest);
+    const Resolved fromTarget = resolve(src);
+    if (fromTarget.error)
+        return *fromTarget.error;
+    const Resolved toTarget = resolve(dest, true);
+    if (toTarget.error)
+        return *toTarget.error;
+    const auto &from = fromTarget.path;
+    const auto &to = toTarget.path;
     struct stat st {};
     if (::stat(from->constData(), &st) < 0)
         return failWith(FileOp::Read, errno, *from);
@@ -562,9 +685,10 @@ KIO::WorkerResult SaneCopyWorker::failWithStatus(FileOp op, const sanecopy::Stat
 
 KIO::WorkerResult SaneCopyWorker::fileSystemFreeSpace(const QUrl &url)
 {
-    const auto path = localPathFromUrl(url);
-    if (!path)
-        return malformed(url);
+    const Resolved pathTarget = resolve(url);
+    if (pathTarget.error)
+        return *pathTarget.error;
+    const auto &path = pathTarget.path;
     struct statvfs vfs {};
     if (::statvfs(path->constData(), &vfs) < 0)
         return failWith(FileOp::Stat, errno, *path);

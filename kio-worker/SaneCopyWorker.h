@@ -18,7 +18,13 @@
 #include <QHash>
 #include <QString>
 
+#include <optional>
 #include <sys/stat.h>
+#include <vector>
+
+namespace sanecopy {
+struct RemovableMount;
+}
 
 class SaneCopyWorker : public KIO::WorkerBase
 {
@@ -40,6 +46,25 @@ public:
     KIO::WorkerResult fileSystemFreeSpace(const QUrl &url) override;
 
 private:
+    // The local path a URL stands for: sanecopy:///abs/path and file:///abs/path directly, sanecopy://devices/NAME/a
+    // through the device named NAME's mount point. |error| is set when there is none (a malformed URL, a device that
+    // is not plugged in, the device list itself, which holds no files).
+    struct Resolved {
+        std::optional<QByteArray> path; // set unless |error| is
+        std::optional<KIO::WorkerResult> error;
+        bool deviceRoot = false; // sanecopy://devices/NAME itself
+    };
+    // |creating|: the URL names something about to be made, so a name directly in the device list is a mistake to
+    // explain (files go onto a device, not beside them), not a missing file.
+    Resolved resolve(const QUrl &url, bool creating = false);
+    // The removable devices mounted now (engine/device_probe.h).
+    std::vector<sanecopy::RemovableMount> devices() const;
+    // sanecopy://devices/ itself: a folder that can't be written, holding one folder per device.
+    KIO::WorkerResult statDeviceList();
+    KIO::WorkerResult listDevices();
+    // A device's folder in the list: its mount point's entry, named and labelled as the device.
+    bool fillDeviceEntry(KIO::UDSEntry &entry, const sanecopy::RemovableMount &device);
+
     // Fills |entry| for |name| in the folder |dirfd|; false with errno set when it can't be stat'ed.
     bool fillEntry(KIO::UDSEntry &entry, int dirfd, const QByteArray &name, const QString &displayName);
     QString userName(uid_t uid);

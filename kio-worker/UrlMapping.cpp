@@ -120,6 +120,42 @@ std::optional<QByteArray> localPathFromUrl(const QUrl &url)
     return path;
 }
 
+std::optional<DevicePath> devicePathFromUrl(const QUrl &url)
+{
+    if (!url.isValid() || url.scheme() != QLatin1String(kScheme) || url.host() != QLatin1String(kDevicesHost))
+        return std::nullopt;
+    if (url.hasQuery() || url.hasFragment())
+        return std::nullopt;
+    const QByteArray path = legacyBytesToRaw(QByteArray::fromPercentEncoding(url.path(QUrl::FullyEncoded).toLatin1()));
+    if (path.contains('\0') || (!path.isEmpty() && path.front() != '/'))
+        return std::nullopt;
+    QList<QByteArray> parts;
+    for (const QByteArray &part : path.split('/')) {
+        if (part.isEmpty())
+            continue;
+        // The device's name is the boundary: "STICK/../other" must not climb out of the stick.
+        if (part == "." || part == "..")
+            return std::nullopt;
+        parts.append(part);
+    }
+    DevicePath out;
+    if (parts.isEmpty())
+        return out;
+    out.device = parts.takeFirst();
+    for (const QByteArray &part : parts)
+        out.rest.append('/').append(part);
+    return out;
+}
+
+QUrl devicesUrl(const QByteArray &device)
+{
+    QByteArray encoded(kScheme);
+    encoded.append("://").append(kDevicesHost).append('/');
+    if (!device.isEmpty())
+        encoded.append(device.toPercentEncoding());
+    return QUrl::fromEncoded(encoded, QUrl::StrictMode);
+}
+
 QUrl urlFromLocalPath(const QByteArray &path, const QString &scheme)
 {
     // Plain QByteArray appends: with QStringBuilder on (KDE's compiler settings) the concatenation would be a

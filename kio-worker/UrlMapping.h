@@ -21,6 +21,9 @@
 namespace SaneCopyKio {
 
 inline constexpr char kScheme[] = "sanecopy";
+// sanecopy://devices/ lists the removable devices mounted now, one folder each; sanecopy://devices/STICK/a/b is
+// a/b on the device named STICK. A host of its own keeps every sanecopy:///abs/path meaning what it did.
+inline constexpr char kDevicesHost[] = "devices";
 
 // A name (or path) as KDE spells it: UTF-8 when it is valid UTF-8, else byte by byte with U+10FE00 + (byte - 0x80)
 // for the bytes >= 0x80.
@@ -45,5 +48,19 @@ std::optional<QByteArray> localPathFromUrl(const QUrl &url);
 // percent-encoded, so nothing in a name (' ', '#', '?', '%', a newline, a byte that is not UTF-8) is read as URL
 // syntax.
 QUrl urlFromLocalPath(const QByteArray &path, const QString &scheme = QString::fromLatin1(kScheme));
+
+// Where a sanecopy://devices/ URL points: |device| is the device's folder name as bytes (empty for the list
+// itself), |rest| the path below the device's root ("" or "/a/b", bytes, no trailing slash).
+struct DevicePath {
+    QByteArray device;
+    QByteArray rest;
+};
+
+// nullopt for any URL not under sanecopy://devices/, and for one whose path holds "." or ".." components, a NUL
+// byte, a query or a fragment.
+std::optional<DevicePath> devicePathFromUrl(const QUrl &url);
+
+// sanecopy://devices/ (for an empty |device|), or the folder |device| in it, percent-encoded like urlFromLocalPath.
+QUrl devicesUrl(const QByteArray &device = QByteArray());
 
 } // namespace SaneCopyKio

@@ -48,9 +48,10 @@ def url(scheme, path):
     return f"{scheme}://" + quote_from_bytes(os.fsencode(path), safe="/")
 
 
-def kioclient(*args, timeout=240):
+def kioclient(*args, timeout=240, env_extra=None):
     """Runs kioclient against the build tree's worker. Returns (rc, stdout, stderr, seconds)."""
     env = dict(os.environ)
+    env.update(env_extra or {})
     env.update({
         # The folder that holds kf6/kio (kf5/kio), not that folder itself.
         "QT_PLUGIN_PATH": PLUGIN_DIR,
@@ -318,6 +319,108 @@ def case_device_lock(work):
         _, err = proc.communicate(timeout=120)
         check(proc.returncode == 0, f"kioclient exited {proc.returncode} after the lock was released: {err}")
         check(filecmp.cmp(src, dst, shallow=False), "copy differs")
+
+
+def removable_sysfs(work, *sticks):
+    """A sysfs tree of this test's own in which only |sticks| exist, each marked removable: the worker lists the
+    removable devices by /sys (SANECOPY_SYSFS_ROOT points it here), and a loop device is not one. Sticks that
+    other tests mount meanwhile are not in it, so they are never listed."""
+    root = tempfile.mkdtemp(prefix="sysfs-", dir=work)
+    os.makedirs(os.path.join(root, "dev", "block"))
+    os.makedirs(os.path.join(root, "block"))
+    for s in sticks:
+        dev_dir = os.path.join(root, "devices", "virtual", "block", s.name)
+        os.makedirs(dev_dir)
+        with open(os.path.join(dev_dir, "dev"), "w") as f:
+            f.write(s.majmin + "\n")
+        with open(os.path.join(dev_dir, "removable"), "w") as f:
+            f.write("1\n")
+        os.symlink(f"../../devices/virtual/block/{s.name}", os.path.join(root, "dev", "block", s.majmin))
+        os.symlink(f"../devices/virtual/block/{s.name}", os.path.join(root, "block", s.name))
+    return {"SANECOPY_SYSFS_ROOT": root}
+
+
+def device_url(name, rest=""):
+    from urllib.parse import quote_from_bytes
+    return "sanecopy://devices/" + quote_from_bytes(os.fsencode(name + rest), safe="/")
+
+
+def case_devices(work):
+    """sanecopy://devices/, the "Safe Copy" place: it lists the plugged-in sticks, and a file and a folder dropped
+    onto one are copied through the engine, durable when kioclient returns."""
+    with stick.Stick(size_mib=192, rate_bps=RATE) as s:
+        env = removable_sysfs(work, s)
+        name = os.path.basename(s.mnt)  # no label, no model: the mount point names it
+        rc, out, err, _ = kioclient("ls", "sanecopy://devices/", env_extra=env)
+        check(rc == 0, f"ls sanecopy://devices/ exited {rc}: {err}")
+        listed = [n for n in out.splitlines() if n not in (".", "")]
+        print(f"ls sanecopy://devices/: {listed}")
+        check(listed == [name], f"listed {listed}, want [{name!r}]")
+        rc, out, err, _ = kioclient("stat", device_url(name), env_extra=env)
+        check(rc == 0 and "free)" in out, f"stat of the device exited {rc}, or says no free space: {out} {err}")
+        print("stat of the device: " + " ".join(line.strip() for line in out.splitlines() if "NAME" in line))
+
+        # A file dropped onto the device's folder, as Dolphin drops: the folder is the destination.
+        src = stick.make_file(os.path.join(work, "movie.mkv"), 48 * MiB)
+        uncache(src)
+        with stick.DirtySampler(s.majmin) as sampler:
+            rc, _, err, secs = kioclient("copy", url("file", src), device_url(name), env_extra=env)
+            check(rc == 0, f"copy onto the device exited {rc}: {err.strip()}")
+            left, synced = assert_nothing_left(s, sampler, "copy onto the device")
+        print(f"48 MiB onto sanecopy://devices/{name}: {secs:.2f} s, peak dirty {sampler.peak / MiB:.1f} MiB, "
+              f"left {left / 1024:.0f} KiB, a sync then wrote {synced / 1024:.0f} KiB")
+        check("through the engine" in err, f"the copy did not go through the worker's copy(): {err}")
+        check(filecmp.cmp(src, os.path.join(s.mnt, "movie.mkv"), shallow=False), "the copy differs")
+
+        # A folder, into a sub-folder of the device.
+        os.mkdir(os.path.join(s.mnt, "backup"))
+        tree = os.path.join(work, "notes")
+        stick.make_small_tree(tree, n=30, per_folder=10)
+        rc, _, err, _ = kioclient("copy", url("file", tree), device_url(name, "/backup/"), env_extra=env)
+        check(rc == 0, f"folder copy onto the device exited {rc}: {err.strip()}")
+        for d, _, files in os.walk(tree):
+            other = os.path.join(s.mnt, "backup", "notes", os.path.relpath(d, tree))
+            _, mismatch, errors = filecmp.cmpfiles(d, other, files, shallow=False)
+            check(not mismatch and not errors, f"{other}: differs: {(mismatch + errors)[:3]}")
+        rc, out, err, _ = kioclient("ls", device_url(name, "/backup"), env_extra=env)
+        check(rc == 0 and "notes" in out.splitlines(), f"ls inside the device: {rc} {out} {err}")
+
+        # The list itself holds no files, and a device that is not there is not there.
+        before = sorted(os.listdir(s.mnt))
+        rc, _, err, _ = kioclient("copy", url("file", src), "sanecopy://devices/movie.mkv", env_extra=env)
+        check(rc == 1 and "devices that are plugged in" in err, f"copy onto the list itself: {rc} {err}")
+        rc, _, err, _ = kioclient("stat", device_url("no such stick"), env_extra=env)
+        check(rc == 1 and "does not exist" in err, f"stat of a missing device: {rc} {err}")
+        check(sorted(os.listdir(s.mnt)) == before, f"the stick changed: {os.listdir(s.mnt)}")
+        check(no_part_files(s.mnt), "a part file was left behind")
+        # Without the test's sysfs, the loop device is no removable device: nothing is listed.
+        rc, out, err, _ = kioclient("ls", "sanecopy://devices/")
+        check(rc == 0 and name not in out.splitlines(), f"a loop device was listed as removable: {rc} {out} {err}")
+
+
+def case_devices_fat_names(work):
+    """A name exFAT can't store, dropped onto an exFAT stick through sanecopy://devices/, is refused with KIO's
+    own error and the engine's reason; nothing of it is left on the stick."""
+    with stick.Stick(size_mib=64, rate_bps=RATE, fs="exfat") as s:
+        env = removable_sysfs(work, s)
+        name = os.path.basename(s.mnt)
+        rc, out, err, _ = kioclient("ls", "sanecopy://devices/", env_extra=env)
+        check(rc == 0 and name in out.splitlines(), f"ls sanecopy://devices/: {rc} {out} {err}")
+        src = os.path.join(work, "what? a: question.txt")
+        with open(src, "w") as f:
+            f.write("a name FAT refuses\n")
+        rc, _, err, _ = kioclient("copy", url("file", src), device_url(name), env_extra=env)
+        print(f"kioclient's message: {err.strip()[-200:]}")
+        check(rc == 1, f"copy of a name exFAT refuses exited {rc}, want 1: {err}")
+        check("can't store" in err or "cannot store" in err or "not allowed" in err,
+              f"the reason is not said: {err}")
+        check(os.listdir(s.mnt) == [], f"the stick holds {os.listdir(s.mnt)}")
+        # The same content under a name it can store goes through.
+        ok = os.path.join(work, "a question.txt")
+        shutil.copy(src, ok)
+        rc, _, err, _ = kioclient("copy", url("file", ok), device_url(name), env_extra=env)
+        check(rc == 0, f"copy of a plain name exited {rc}: {err}")
+        check(filecmp.cmp(ok, os.path.join(s.mnt, "a question.txt"), shallow=False), "the copy differs")
 
 
 def worker_plugin():

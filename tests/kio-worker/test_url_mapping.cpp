@@ -123,3 +123,34 @@ TEST_CASE("url mapping: paths for messages stay readable per component")
     const QString shown = displayPath("/media/caf\xC3\xA9/\xE9");
     CHECK(shown.startsWith(QString::fromUtf8("/media/caf\xC3\xA9/")));
 }
+
+TEST_CASE("url mapping: sanecopy://devices/ is the list of sticks, and a path on one of them")
+{
+    auto dev = [](const char *url) {
+        const auto p = devicePathFromUrl(QUrl(QString::fromUtf8(url)));
+        REQUIRE(p.has_value());
+        return *p;
+    };
+    CHECK(dev("sanecopy://devices/").device.isEmpty());
+    CHECK(dev("sanecopy://devices").device.isEmpty());
+    CHECK(dev("sanecopy://devices/STICK").device == "STICK");
+    CHECK(dev("sanecopy://devices/STICK/").rest.isEmpty());
+    CHECK(dev("sanecopy://devices/My%20Stick/DCIM//a%23b/").device == "My Stick");
+    CHECK(dev("sanecopy://devices/My%20Stick/DCIM//a%23b/").rest == "/DCIM/a#b");
+    CHECK(dev("sanecopy://devices/caf%C3%A9/latin1-%E9").rest == "/latin1-\xE9");
+    // Not the device list: today's local-path URLs, other hosts and schemes.
+    CHECK_FALSE(devicePathFromUrl(QUrl(QStringLiteral("sanecopy:///devices/STICK"))));
+    CHECK_FALSE(devicePathFromUrl(QUrl(QStringLiteral("sanecopy://other/STICK"))));
+    CHECK_FALSE(devicePathFromUrl(QUrl(QStringLiteral("file://devices/STICK"))));
+    // Nothing climbs out of a stick, and nothing is half a name.
+    CHECK_FALSE(devicePathFromUrl(QUrl(QStringLiteral("sanecopy://devices/STICK/../../etc"))));
+    CHECK_FALSE(devicePathFromUrl(QUrl(QStringLiteral("sanecopy://devices/STICK/a%2F..%2F..%2Fetc"))));
+    CHECK_FALSE(devicePathFromUrl(QUrl(QStringLiteral("sanecopy://devices/STICK/a%00b"))));
+    CHECK_FALSE(devicePathFromUrl(QUrl(QStringLiteral("sanecopy://devices/STICK/a?b"))));
+    // And sanecopy:///abs/path is still a local path, while the device list is none.
+    CHECK(pathOf("sanecopy:///devices/STICK") == "/devices/STICK");
+    CHECK(rejected("sanecopy://devices/STICK"));
+    // Back to a URL: a name with a space and a '#' survives.
+    CHECK(devicesUrl().toString() == QStringLiteral("sanecopy://devices/"));
+    CHECK(dev(devicesUrl("A #1").toEncoded().constData()).device == "A #1");
+}

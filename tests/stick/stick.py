@@ -187,6 +187,13 @@ class Stick:
             if shutil.which("mkfs.xfs") is None:
                 skip("mkfs.xfs not found (xfsprogs)")
             self._mkfs = ["mkfs.xfs", "-q", "-f"]
+        elif fs == "exfat":
+            # Through exfat-fuse (fuseblk): mountinfo shows the loop device's MAJ:MIN, as for a stick whose
+            # exFAT a desktop mounted with FUSE, and the engine applies FAT's name rules.
+            for tool in ("mkfs.exfat", "mount.exfat-fuse"):
+                if shutil.which(tool) is None:
+                    skip(f"{tool} not found (exfatprogs, exfat-fuse)")
+            self._mkfs = ["mkfs.exfat"]
         else:
             raise ValueError(f"unsupported filesystem {fs!r}")
         self.size_mib = size_mib
@@ -232,7 +239,7 @@ class Stick:
             print(f"warning: {self.dev} runs without direct I/O", file=sys.stderr)
         self.mnt = tempfile.mkdtemp(prefix="sanecopy-mnt-")
         self._record_owner()
-        _run(["mount", self.dev, self.mnt])
+        _run(["mount.exfat-fuse", self.dev, self.mnt] if self.fs == "exfat" else ["mount", self.dev, self.mnt])
         self.set_rate(self.rate_bps)
 
     def _record_owner(self):
