@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "SaneCopyWorker.h"
 
+#include "Devices.h"
 #include "EngineJob.h"
 #include "ExitCleanup.h"
 #include "SaneCopyLogging.h"
@@ -124,17 +125,6 @@ KIO::WorkerResult SaneCopyWorker::failWith(FileOp op, int err, const QByteArray 
 
 KIO::WorkerResult SaneCopyWorker::failExists(const QByteArray &path) { return failWith(FileOp::Write, EEXIST, path); }
 
-std::vector<sanecopy::RemovableMount> SaneCopyWorker::devices() const
-{
-    auto text = sanecopy::read_kernel_text("/proc/self/mountinfo");
-    if (!text)
-        return {};
-    // SANECOPY_SYSFS_ROOT is for tests only: a tree of their own in which a loop device they made is removable.
-    const QByteArray sysfs = qEnvironmentVariableIsSet("SANECOPY_SYSFS_ROOT") ? qgetenv("SANECOPY_SYSFS_ROOT")
-                                                                              : QByteArrayLiteral("/sys");
-    return sanecopy::removable_mounts(sanecopy::parse_mountinfo(*text), toStd(sysfs), "/run/udev/data");
-}
-
 SaneCopyWorker::Resolved SaneCopyWorker::resolve(const QUrl &url, bool creating)
 {
     Resolved r;
@@ -154,7 +144,7 @@ SaneCopyWorker::Resolved SaneCopyWorker::resolve(const QUrl &url, bool creating)
         r.error = notHere();
         return r;
     }
-    for (const sanecopy::RemovableMount &d : devices()) {
+    for (const sanecopy::RemovableMount &d : removableDevicesNow()) {
         if (fromStd(d.name) == onDevice->device) {
             r.path = fromStd(d.mount_point) + onDevice->rest;
             r.deviceRoot = onDevice->rest.isEmpty();
@@ -206,7 +196,7 @@ KIO::WorkerResult SaneCopyWorker::listDevices()
     self.fastInsert(KIO::UDSEntry::UDS_ACCESS, 0555);
     self.fastInsert(KIO::UDSEntry::UDS_MIME_TYPE, QStringLiteral("inode/directory"));
     listEntry(self);
-    for (const sanecopy::RemovableMount &d : devices()) {
+    for (const sanecopy::RemovableMount &d : removableDevicesNow()) {
         KIO::UDSEntry entry;
         // A mount point that can't be stat'ed (a FUSE driver that died) is no place to copy to.
         if (fillDeviceEntry(entry, d))
@@ -288,7 +278,7 @@ KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
         return *pathTarget.error;
     const auto &path = pathTarget.path;
     if (pathTarget.deviceRoot) {
-        for (const sanecopy::RemovableMount &d : devices()) {
+        for (const sanecopy::RemovableMount &d : removableDevicesNow()) {
             KIO::UDSEntry entry;
             if (fromStd(d.mount_point) == *path && fillDeviceEntry(entry, d)) {
                 statEntry(entry);

@@ -57,8 +57,6 @@ private:
     // |creating|: the URL names something about to be made, so a name directly in the device list is a mistake to
     // explain (files go onto a device, not beside them), not a missing file.
     Resolved resolve(const QUrl &url, bool creating = false);
-    // The removable devices mounted now (engine/device_probe.h).
-    std::vector<sanecopy::RemovableMount> devices() const;
     // sanecopy://devices/ itself: a folder that can't be written, holding one folder per device.
     KIO::WorkerResult statDeviceList();
     KIO::WorkerResult listDevices();

@@ -36,7 +36,7 @@ mode=${1:-test}
 # FUSE FAT/exFAT sticks, the packaging validators, and Dolphin itself under Xvfb for the screenshot.
 packages=(
     g++ cmake ninja-build pkg-config ccache catch2 libcli11-dev libxxhash-dev libblkid-dev nettle-dev
-    qt6-base-dev qt6-svg-plugins fonts-dejavu-core extra-cmake-modules libkf6kio-dev kio6 kde-cli-tools
+    qt6-base-dev qt6-svg-plugins fonts-dejavu-core extra-cmake-modules libkf6kio-dev libkf6i18n-dev libkf6dbusaddons-dev kio6 kded6 kde-cli-tools
     python3 util-linux mount e2fsprogs rsync procps dosfstools fusefat exfatprogs exfat-fuse fuse3
     desktop-file-utils appstream dpkg-dev file flatpak-builder
     dolphin xvfb xauth x11-utils xdotool imagemagick dbus breeze-icon-theme

@@ -28,7 +28,9 @@ packages=(
     g++ cmake ninja-build pkg-config ccache
     catch2 libcli11-dev libxxhash-dev libblkid-dev nettle-dev
     qt6-base-dev libqt6opengl6-dev fonts-dejavu-core
-    extra-cmake-modules libkf5kio-dev kio kde-cli-tools
+    extra-cmake-modules libkf5kio-dev libkf5i18n-dev libkf5dbusaddons-dev kio kde-cli-tools
+    # kded5 loads the module that keeps sanecopy://devices/ current; the test runs the real one.
+    kded5
     # The icon's SVG engine (a Qt plugin); the packaging tests' validators, dpkg-shlibdeps (and the file(1) that
     # CPack's DEB generator needs for it), flatpak-builder.
     libqt6svg6 desktop-file-utils appstream dpkg-dev file flatpak-builder

@@ -30,6 +30,7 @@ DIRTY_BOUND = 32 * MiB
 PLUGIN_DIR = None
 KF = "5"
 KIOCLIENT = "kioclient5"  # KF6's kde-cli-tools names it kioclient (kioclient5 there is a compatibility name)
+DIRLISTER = None
 RUNTIME_DIR = None  # this run's own XDG_RUNTIME_DIR: KIO's sockets, and so its workers, are told apart by it
 
 
@@ -423,6 +424,100 @@ def case_devices_fat_names(work):
         check(filecmp.cmp(ok, os.path.join(s.mnt, "a question.txt"), shallow=False), "the copy differs")
 
 
+class SessionBus:
+    """A D-Bus session bus of this test's own (kded and the lister meet on it, and nothing of the machine's)."""
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.address = self.proc.stdout.readline().strip()
+        check(self.address.startswith("unix:"), f"dbus-daemon said {self.address!r}")
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        return False
+
+
+def wait_for(cond, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def case_devices_follow(work):
+    """A view of sanecopy://devices/ follows the sticks with no reload: kded (the real kded5/kded6, in a KDE
+    session of this test's own) loads the module from the build tree, and a KCoreDirLister, the lister under
+    Dolphin's views, shows a stick once it is mounted and drops it once it is unmounted."""
+    kded = "kded6" if KF == "6" else "kded5"
+    if shutil.which(kded) is None or shutil.which("dbus-daemon") is None:
+        stick.skip(f"{kded} or dbus-daemon not found (Debian: {'kded6' if KF == '6' else 'kded5'}, dbus)")
+    with stick.Stick(size_mib=64, rate_bps=RATE) as s, SessionBus() as bus:
+        name = os.path.basename(s.mnt)
+        env = dict(os.environ)
+        env.update(removable_sysfs(work, s))
+        env.update({
+            "DBUS_SESSION_BUS_ADDRESS": bus.address,
+            # What a Plasma session sets: kded autoloads session modules only inside one.
+            "KDE_FULL_SESSION": "true", "KDE_SESSION_VERSION": KF,
+            "QT_PLUGIN_PATH": PLUGIN_DIR, "QT_QPA_PLATFORM": "offscreen", "XDG_RUNTIME_DIR": RUNTIME_DIR,
+            "QT_LOGGING_RULES": "sanecopy.devices.debug=true",
+        })
+        # Unmounted before anything watches: the stick is "plugged in" below.
+        subprocess.run(["umount", s.mnt], check=True)
+        kded_log = open(os.path.join(work, "kded.log"), "w")
+        daemon = subprocess.Popen([kded], env=env, stdout=kded_log, stderr=subprocess.STDOUT)
+        lister = None
+        try:
+            loaded = False
+            for _ in range(100):
+                r = subprocess.run(["dbus-send", "--session", "--print-reply", f"--dest=org.kde.{kded}", "/kded",
+                                    f"org.kde.{kded}.loadedModules"], env=env, capture_output=True, text=True)
+                if "sanecopydevices" in r.stdout:
+                    loaded = True
+                    break
+                time.sleep(0.1)
+            check(loaded, f"{kded} did not load the module: {r.stdout} {r.stderr}")
+
+            lister = subprocess.Popen([DIRLISTER, "sanecopy://devices/"], env=env, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            lines = []
+            threading.Thread(target=lambda: [lines.append(l.rstrip("\n")) for l in lister.stdout],
+                             daemon=True).start()
+            check(wait_for(lambda: lines == ["names: "], 20), f"the empty list never showed: {lines}")
+            start = time.monotonic()
+            subprocess.run(["mount", s.dev, s.mnt], check=True)
+            check(wait_for(lambda: lines[-1:] == [f"names: {name}"], 10), f"the stick never showed up: {lines}")
+            print(f"mounted: the lister showed {name} after {time.monotonic() - start:.2f} s")
+            start = time.monotonic()
+            subprocess.run(["umount", s.mnt], check=True)
+            check(wait_for(lambda: lines[-1:] == ["names: "], 10), f"the stick never went: {lines}")
+            print(f"unmounted: the lister dropped it after {time.monotonic() - start:.2f} s; lines: {lines}")
+        finally:
+            if lister:
+                lister.stdin.close()
+                try:
+                    lister.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    lister.kill()
+            daemon.terminate()
+            try:
+                daemon.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+            kded_log.close()
+            with open(kded_log.name) as f:
+                said = [l for l in f.read().splitlines() if "sanecopy" in l]
+            print(f"{kded} said: {said[-6:]}")
+            # Stick's own teardown expects its mount: put it back if a step above left it off.
+            if not os.path.ismount(s.mnt):
+                subprocess.run(["mount", s.dev, s.mnt])
+
+
 def worker_plugin():
     return os.path.join(PLUGIN_DIR, f"kf{KF}", "kio", "kio_sanecopy.so")
 
@@ -431,13 +526,15 @@ CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case
 
 
 def main():
-    global PLUGIN_DIR, RUNTIME_DIR, KF, KIOCLIENT
+    global PLUGIN_DIR, RUNTIME_DIR, KF, KIOCLIENT, DIRLISTER
     ap = argparse.ArgumentParser()
     ap.add_argument("--plugin-dir", required=True)
     ap.add_argument("--kf", choices=["5", "6"], required=True, help="the KDE Frameworks the worker is built for")
+    ap.add_argument("--dirlister", required=True, help="tests/kio-worker/dir_lister.cpp's program")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
     PLUGIN_DIR = os.path.realpath(a.plugin_dir)
+    DIRLISTER = a.dirlister
     KF = a.kf
     KIOCLIENT = "kioclient" if KF == "6" else "kioclient5"
     if shutil.which(KIOCLIENT) is None:

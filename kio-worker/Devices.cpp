@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "Devices.h"
+
+#include <QByteArray>
+#include <QtGlobal>
+
+namespace SaneCopyKio {
+
+std::vector<sanecopy::RemovableMount> removableDevicesNow()
+{
+    auto text = sanecopy::read_kernel_text("/proc/self/mountinfo");
+    if (!text)
+        return {};
+    const QByteArray sysfs = qEnvironmentVariableIsSet("SANECOPY_SYSFS_ROOT") ? qgetenv("SANECOPY_SYSFS_ROOT")
+                                                                              : QByteArrayLiteral("/sys");
+    return sanecopy::removable_mounts(sanecopy::parse_mountinfo(*text), sysfs.toStdString(), "/run/udev/data");
+}
+
+} // namespace SaneCopyKio
