@@ -54,5 +54,7 @@ int main(int argc, char **argv)
     window.applyCommandLine(cmd);
     // Copies a crash, a kill or a logout left unfinished are offered once the window is up.
     window.offerUnfinished();
+    // Once per user, where the KIO worker is installed: the "Safe Copy" place in Dolphin.
+    window.offerDolphinPlace();
     return QApplication::exec();
 }

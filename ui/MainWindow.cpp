@@ -3,6 +3,7 @@
 
 #include "DestinationPicker.h"
 #include "DolphinHook.h"
+#include "DolphinPlace.h"
 #include "Format.h"
 #include "EngineBridge.h"
 #include "JobModel.h"
@@ -31,6 +32,7 @@
 #include <QPointer>
 #include <QPushButton>
 #include <QSet>
+#include <QSettings>
 #include <QShortcut>
 #include <QSplitter>
 #include <QSystemTrayIcon>
@@ -86,6 +88,7 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
     setWindowTitle(tr("SaneCopy"));
     setWindowIcon(appIcon());
     bridge_ = new EngineBridge(this);
+    place_ = new DolphinPlace(DolphinPlace::installedHelper(), this);
     model_ = new JobModel(this);
     journal_ = std::make_unique<JobJournal>();
 
@@ -221,6 +224,8 @@ void MainWindow::addMenus()
     addAction(quit); // the window's own too: the shortcut works wherever the focus is, menu bar or not
     if (DolphinHook::insideFlatpak())
         addDolphinHookMenu();
+    else
+        addDolphinPlaceAction(menuBar()->addMenu(tr("&Settings")));
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(windowIcon(), tr("&About SaneCopy"), this, [this] {
         QMessageBox::about(
@@ -260,6 +265,76 @@ void MainWindow::addDolphinHookMenu()
                                  tr("Could not change %1: %2").arg(hook.menuPath(), hook.errorString()));
         refresh();
     });
+}
+
+void MainWindow::addDolphinPlaceAction(QMenu *settings)
+{
+    placeAction_ = settings->addAction(QIcon::fromTheme(QStringLiteral("system-file-manager")),
+                                       tr("Show \u201cSafe Copy\u201d in Dolphin's &Places"));
+    placeAction_->setCheckable(true);
+    placeAction_->setToolTip(tr("A place in Dolphin that lists the plugged-in sticks: files dropped there are copied "
+                                "at the stick's own speed, and the copy ends when they are on it."));
+    placeAction_->setVisible(place_->available());
+    settings->menuAction()->setVisible(place_->available()); // the only entry: no empty menu without it
+    // The places file may have changed in Dolphin since: read it again each time the menu opens.
+    connect(settings, &QMenu::aboutToShow, place_, &DolphinPlace::refresh);
+    connect(place_, &DolphinPlace::stateKnown, placeAction_, [this](bool present) {
+        const QSignalBlocker quiet(placeAction_);
+        placeAction_->setChecked(present);
+    });
+    connect(placeAction_, &QAction::triggered, place_, &DolphinPlace::setPresent);
+    connect(place_, &DolphinPlace::failed, this, [this](const QString &message) {
+        const QSignalBlocker quiet(placeAction_);
+        placeAction_->setChecked(place_->present());
+        QMessageBox::warning(this, tr("Dolphin's Places"), tr("Could not change Dolphin's places: %1").arg(message));
+    });
+}
+
+void MainWindow::setDolphinPlaceHelper(const QString &helper)
+{
+    auto *place = new DolphinPlace(helper, this);
+    // The action follows the new helper: the old one's connections go with it.
+    delete place_;
+    place_ = place;
+    if (placeAction_) {
+        QMenu *settings = qobject_cast<QMenu *>(placeAction_->parent());
+        delete placeAction_;
+        if (settings)
+            addDolphinPlaceAction(settings);
+    }
+}
+
+void MainWindow::offerDolphinPlace()
+{
+    QSettings settings;
+    const QString asked = QStringLiteral("dolphin/askedAboutPlace");
+    if (!place_->available() || settings.value(asked, false).toBool())
+        return;
+    // Asked once, whatever the answer: Settings is where it changes after that.
+    settings.setValue(asked, true);
+    auto *once = new QObject(this);
+    connect(place_, &DolphinPlace::stateKnown, once, [this, once](bool present) {
+        once->deleteLater();
+        if (present)
+            return;
+        auto *box = new QMessageBox(QMessageBox::Question, tr("Safe Copy in Dolphin"),
+                                    tr("Add \u201cSafe Copy\u201d to Dolphin's Places?"), QMessageBox::NoButton, this);
+        box->setInformativeText(tr("It lists your plugged-in USB sticks and memory cards. Files you drop onto one "
+                                   "there are copied at the stick's own speed, and Dolphin's copy ends only when they "
+                                   "are safely on it.\n\nYou can change this later in Settings."));
+        QPushButton *add = box->addButton(tr("&Add to Places"), QMessageBox::AcceptRole);
+        box->addButton(tr("&Not Now"), QMessageBox::RejectRole);
+        box->setDefaultButton(add);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->setObjectName(QStringLiteral("dolphinPlaceQuestion"));
+        connect(box, &QMessageBox::finished, this, [this, box, add] {
+            if (box->clickedButton() == add)
+                place_->setPresent(true);
+        });
+        box->open();
+    });
+    connect(place_, &DolphinPlace::failed, once, &QObject::deleteLater);
+    place_->refresh();
 }
 
 MainWindow::~MainWindow()

@@ -19,11 +19,14 @@ class QCheckBox;
 class QLabel;
 class QPushButton;
 class QToolButton;
+class QAction;
+class QMenu;
 class QSystemTrayIcon;
 
 namespace SaneCopy {
 
 class DestinationPicker;
+class DolphinPlace;
 class EngineBridge;
 class JobModel;
 class PlasmaJobViews;
@@ -58,6 +61,11 @@ public:
     QToolButton *clearFinishedButton() const { return clearFinished_; }
     JobJournal &journal() { return *journal_; }
     QSystemTrayIcon *trayIcon() const { return tray_; }
+    // Settings > Show "Safe Copy" in Dolphin's Places; hidden without the KIO worker (the flatpak).
+    DolphinPlace *dolphinPlace() const { return place_; }
+    QAction *dolphinPlaceAction() const { return placeAction_; }
+    // Tests: sanecopy-places from the build tree instead of the installed one.
+    void setDolphinPlaceHelper(const QString &helper);
     // "SaneCopy: 2 copies, 45 % on the device": the tray icon's tooltip.
     QString backgroundStatus() const;
 
@@ -69,6 +77,9 @@ public Q_SLOTS:
     // Closing with copies running, "in the background": the window hides, a status-notifier icon shows their
     // progress (bytes on the device) and brings the window back when clicked.
     void keepCopyingInBackground();
+    // Once per user, at a start where the KIO worker is installed and the place is not there: offers to add the
+    // "Safe Copy" place to Dolphin. Nothing is changed unless the user says yes.
+    void offerDolphinPlace();
 
 Q_SIGNALS:
     // A plan found problems and asks the user; |problems| is what the dialog lists.
@@ -99,8 +110,10 @@ private:
     void updateHint();
     // Settings > Add to / Remove from Dolphin's context menu, inside flatpak only (see DolphinHook.h).
     void addDolphinHookMenu();
-    // File > Quit (Ctrl+Q), Help > About; Enter presses Copy.
+    // File > Quit (Ctrl+Q), Settings, Help > About; Enter presses Copy.
     void addMenus();
+    // Settings > Show "Safe Copy" in Dolphin's Places, checked as the places file says when the menu opens.
+    void addDolphinPlaceAction(QMenu *settings);
 
     EngineBridge *bridge_;
     JobModel *model_;
@@ -114,6 +127,8 @@ private:
     QueueView *queue_;
     QToolButton *clearFinished_;
     QSystemTrayIcon *tray_ = nullptr;
+    DolphinPlace *place_;
+    QAction *placeAction_ = nullptr;
     TimeSeriesChart *throughput_;
     TimeSeriesChart *dirty_;
     SystemMonitor *monitor_;
