@@ -13,7 +13,9 @@ std::vector<sanecopy::RemovableMount> removableDevicesNow()
         return {};
     const QByteArray sysfs = qEnvironmentVariableIsSet("SANECOPY_SYSFS_ROOT") ? qgetenv("SANECOPY_SYSFS_ROOT")
                                                                               : QByteArrayLiteral("/sys");
-    return sanecopy::removable_mounts(sanecopy::parse_mountinfo(*text), sysfs.toStdString(), "/run/udev/data");
+    const QByteArray udev = qEnvironmentVariableIsSet("SANECOPY_UDEV_ROOT") ? qgetenv("SANECOPY_UDEV_ROOT")
+                                                                            : QByteArrayLiteral("/run/udev/data");
+    return sanecopy::removable_mounts(sanecopy::parse_mountinfo(*text), sysfs.toStdString(), udev.toStdString());
 }
 
 } // namespace SaneCopyKio

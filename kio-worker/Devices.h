@@ -11,8 +11,8 @@
 namespace SaneCopyKio {
 
 // The removable devices mounted now in this process's mount namespace (sanecopy::removable_mounts over
-// /proc/self/mountinfo, /sys and /run/udev/data). SANECOPY_SYSFS_ROOT replaces /sys, for tests only: a tree of
-// their own in which a loop device they made is removable.
+// /proc/self/mountinfo, /sys and /run/udev/data). For tests only, SANECOPY_SYSFS_ROOT replaces /sys (a tree of
+// their own in which a loop device they made is removable) and SANECOPY_UDEV_ROOT /run/udev/data (its label).
 std::vector<sanecopy::RemovableMount> removableDevicesNow();
 
 } // namespace SaneCopyKio

@@ -488,6 +488,27 @@ def scenario_kio():
         "kio: byte-identical on the stick")
     tap(left <= STAT_SLACK, "kio: nothing dirty on the stick when kioclient returns", f"{left / 1024:.0f} KiB")
 
+    # The "Safe Copy" place: sanecopy://devices/ lists this USB stick (removable by its USB bus, named by udev's
+    # label where udev runs, else by its mount point), and a file dropped onto its folder lands on it.
+    p = run(["kioclient", "--noninteractive", "ls", "sanecopy://devices/"], check=False, env=env, timeout=120)
+    names = [n for n in p.stdout.splitlines() if n not in (".", "")]
+    diag(f"kio: sanecopy://devices/ lists {names}")
+    tap(p.returncode == 0 and len(names) == 1, "kio: sanecopy://devices/ lists the USB stick", p.stderr.strip()[-300:])
+    if len(names) != 1:
+        return
+    from urllib.parse import quote
+    drop = os.path.join(WORK, "place.bin")
+    make_file(drop, 16 * MiB, 4)
+    drop_caches()
+    with Sampler() as s:
+        p = run(["kioclient", "--noninteractive", "copy", f"file://{drop}", "sanecopy://devices/" + quote(names[0])],
+                check=False, env=env, timeout=300)
+        left = in_flight()
+    tap(p.returncode == 0 and filecmp.cmp(drop, f"{MNT}/place.bin", shallow=False),
+        "kio: a file dropped onto the stick's folder in sanecopy://devices/ is on it, byte-identical",
+        p.stderr.strip()[-300:])
+    tap(left <= STAT_SLACK, "kio: nothing dirty when that copy returns", f"{left / 1024:.0f} KiB")
+
 
 # --- the window, on a desktop's services ---------------------------------------------------------------------
 
