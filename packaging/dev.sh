@@ -37,6 +37,8 @@ packages=(
     python3 util-linux mount e2fsprogs rsync
     # A private session bus for the single-instance test.
     dbus
+    # Dolphin 22.12 under Xvfb for the "Safe Copy" place's test, and what drives and photographs it.
+    dolphin xvfb xauth x11-utils xdotool imagemagick
     dosfstools fusefat exfatprogs exfat-fuse
 )
 

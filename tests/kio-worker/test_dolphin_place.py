@@ -37,15 +37,22 @@ def main():
             stick.skip(f"{tool} not found (Debian: {pkg}); Dolphin's Places are not checked here")
     stick.require_root_or_skip()
     work = tempfile.mkdtemp(prefix="sanecopy-dolphin-", dir="/var/tmp")
+    # Dolphin and its bus run as an ordinary user, as on a desktop (root gets a warning banner, and could read
+    # what a user can't): nobody, with a home in this test's folder.
+    user = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    os.chmod(work, 0o755)
     xvfb = dolphin = None
     try:
         home = os.path.join(work, "home")
         runtime = os.path.join(work, "runtime")
         os.makedirs(home)
         os.mkdir(runtime, 0o700)
-        with stick.Stick(size_mib=128, rate_bps=40_000_000) as s, SessionBus() as bus:
+        for d in (home, runtime):
+            shutil.chown(d, "nobody", "nogroup")
+        with stick.Stick(size_mib=128, rate_bps=40_000_000) as s, SessionBus(user) as bus:
             env = dict(os.environ)
             env.update(removable_sysfs(work, s))
+            os.chmod(env["SANECOPY_SYSFS_ROOT"], 0o755)
             udev = os.path.join(work, "udev")
             os.mkdir(udev)
             with open(os.path.join(udev, "b" + s.majmin), "w") as f:
@@ -59,7 +66,7 @@ def main():
             })
             with open(os.path.join(s.mnt, "holiday.jpg"), "wb") as f:
                 f.write(os.urandom(1 << 20))
-            p = subprocess.run([a.helper, "add"], env=dict(env, QT_QPA_PLATFORM="offscreen"), capture_output=True,
+            p = subprocess.run(user + [a.helper, "add"], env=dict(env, QT_QPA_PLATFORM="offscreen"), capture_output=True,
                                text=True, timeout=60)
             check(p.returncode == 0, f"sanecopy-places add: {p.returncode} {p.stderr}")
             with open(os.path.join(home, ".local", "share", "user-places.xbel")) as f:
@@ -72,7 +79,7 @@ def main():
                     break
                 time.sleep(0.1)
             log_path = os.path.join(work, "dolphin.log")
-            dolphin = subprocess.Popen(["dolphin", "--new-window", "sanecopy://devices/"], env=env,
+            dolphin = subprocess.Popen(user + ["dolphin", "--new-window", "sanecopy://devices/"], env=env,
                                        stdout=subprocess.DEVNULL, stderr=open(log_path, "w"))
             win = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--class", "dolphin"], env=env,
                                  capture_output=True, text=True, timeout=60).stdout.split()
@@ -86,6 +93,8 @@ def main():
                         break
                 time.sleep(0.1)
             check(listed, "Dolphin's sanecopy worker never listed the stick")
+            # The Details view (Ctrl+3): the device's name and free space in one line, with its size and date.
+            subprocess.run(["xdotool", "windowfocus", "--sync", win[0], "key", "--window", win[0], "ctrl+3"], env=env)
             time.sleep(3)  # icons and the places panel drawn
             check(dolphin.poll() is None, f"Dolphin exited {dolphin.returncode}")
             os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
