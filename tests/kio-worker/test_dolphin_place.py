@@ -64,6 +64,11 @@ def main():
                 "QT_PLUGIN_PATH": os.path.realpath(a.plugin_dir), "QT_LOGGING_RULES": "sanecopy.kio.debug=true",
                 "DISPLAY": ":78", "QT_QPA_PLATFORM": "xcb", "LANG": "C.UTF-8",
             })
+            # The app's icon where an installed package puts it: the place shows with it.
+            icon_dir = os.path.join(home, ".local", "share", "icons", "hicolor", "scalable", "apps")
+            os.makedirs(icon_dir)
+            shutil.copy(os.path.join(HERE, "..", "..", "icons", "io.github.sanecopy.SaneCopy.svg"), icon_dir)
+            subprocess.run(["chown", "-R", "nobody:nogroup", os.path.join(home, ".local")], check=True)
             with open(os.path.join(s.mnt, "holiday.jpg"), "wb") as f:
                 f.write(os.urandom(1 << 20))
             p = subprocess.run(user + [a.helper, "add"], env=dict(env, QT_QPA_PLATFORM="offscreen"), capture_output=True,
