@@ -1065,6 +1065,24 @@ JobPlan plan_job(const JobSpec &spec)
                 continue;
             }
             plan.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
+            if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume) {
+                // A folder onto a folder merges; a file or link onto any name in use is a conflict.
+                const std::string target = join(item.item.target_dir,
+                                                target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
+                struct stat st {};
+                if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                    JobPlan::TakenTarget t;
+                    t.source = join(strip_trailing_slashes(item.item.source), e.rel);
+                    t.target = target;
+                    t.source_size = e.size;
+                    t.source_mtime = e.mtime;
+                    t.existing.exists = true;
+                    t.existing.is_dir = S_ISDIR(st.st_mode);
+                    t.existing.size = uint64_t(st.st_size);
+                    t.existing.mtime = st.st_mtim;
+                    plan.taken.push_back(std::move(t));
+                }
+            }
             if (e.kind != EntryKind::File)
                 continue;
             plan.total_bytes += e.size;

@@ -124,6 +124,17 @@ struct JobPlan {
         std::string why; // what the user reads
     };
     std::vector<LeftOutEntry> left_out;
+    // Files whose target name is taken already, found before the first byte so one answer can settle them all.
+    // Nothing is decided here: the job's conflict policy (or the user's answer, file by file) decides each when
+    // it is copied, and checks again then. Not looked for when resuming, where taken names are the point.
+    struct TakenTarget {
+        std::string source;
+        std::string target;
+        uint64_t source_size = 0;
+        struct timespec source_mtime {};
+        ExistingTarget existing;
+    };
+    std::vector<TakenTarget> taken;
 
     // One line per problem, for a user to read before deciding to start.
     std::vector<std::string> problems() const;

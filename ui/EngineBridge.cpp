@@ -270,6 +270,22 @@ void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const Q
         summary.removable = plan.device.removable;
         for (const auto &entry : plan.left_out)
             summary.badNames += entry.reason == sanecopy::LeftOut::RefusedName;
+        const auto timeOf = [](const struct timespec &t) {
+            return QDateTime::fromMSecsSinceEpoch(qint64(t.tv_sec) * 1000 + t.tv_nsec / 1000000);
+        };
+        const std::string below = spec.destination + (spec.destination.ends_with('/') ? "" : "/");
+        for (const auto &t : plan.taken) {
+            PlanSummary::Taken taken;
+            const std::string rel = t.target.starts_with(below) ? t.target.substr(below.size()) : t.target;
+            taken.name = displayPath(QByteArray::fromStdString(rel));
+            taken.target = displayPath(QByteArray::fromStdString(t.target));
+            taken.sourceSize = qint64(t.source_size);
+            taken.targetSize = qint64(t.existing.size);
+            taken.sourceTime = timeOf(t.source_mtime);
+            taken.targetTime = timeOf(t.existing.mtime);
+            taken.targetIsDir = t.existing.is_dir;
+            summary.taken.append(taken);
+        }
         if (!plan.space.ok()) {
             // What "copy what fits" would copy: the same plan, fitted (a second walk, still off the GUI thread).
             sanecopy::JobSpec fit = spec;

@@ -54,6 +54,18 @@ struct PlanSummary {
     // fitFiles is -1 when everything fits.
     qint64 fitFiles = -1;
     qint64 fitBytes = 0;
+    // Files whose names are taken on the destination (sanecopy::JobPlan::taken): shown with the problems, so one
+    // answer can settle them all.
+    struct Taken {
+        QString name;   // below the destination, as the user reads it
+        QString target; // the whole path
+        qint64 sourceSize = 0;
+        qint64 targetSize = 0;
+        QDateTime sourceTime;
+        QDateTime targetTime;
+        bool targetIsDir = false;
+    };
+    QList<Taken> taken;
 };
 
 class EngineBridge : public QObject {

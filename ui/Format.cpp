@@ -2,6 +2,7 @@
 #include "Format.h"
 
 #include <QLocale>
+#include <QObject>
 #include <cmath>
 
 namespace SaneCopy {
@@ -32,6 +33,19 @@ QString formatEta(double seconds)
     if (s < 3600)
         return QStringLiteral("%1:%2 min").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1:%2 h").arg(s / 3600).arg((s / 60) % 60, 2, 10, QLatin1Char('0'));
+}
+
+QString formatSizeAndDate(qint64 size, const QDateTime &modified)
+{
+    return QObject::tr("%1, modified %2").arg(formatBytes(double(size)), QLocale().toString(modified, QLocale::ShortFormat));
+}
+
+QString whichIsNewer(qint64 newSize, const QDateTime &newTime, qint64 oldSize, const QDateTime &oldTime)
+{
+    return newTime > oldTime.addSecs(2)   ? QObject::tr("The new one is newer.")
+           : oldTime > newTime.addSecs(2) ? QObject::tr("The existing one is newer.")
+           : newSize == oldSize           ? QObject::tr("Both have the same size and time.")
+                                          : QObject::tr("Both have the same time.");
 }
 
 } // namespace SaneCopy

@@ -8,6 +8,7 @@
 #include "EngineBridge.h"
 #include "JobModel.h"
 #include "Notifier.h"
+#include "PlanDialog.h"
 #include "PlasmaJobViews.h"
 #include "QueueView.h"
 #include "QuestionDialogs.h"
@@ -549,53 +550,37 @@ void MainWindow::onPlanned(quint64 requestId, const PlanSummary &plan)
     PendingCopy copy = planning_.take(requestId);
     updateHint();
     // A resumed copy's problems were shown when it was first queued; much of it is on the device already.
-    if (copy.options.resume || plan.problems.isEmpty()) {
+    if (copy.options.resume || (plan.problems.isEmpty() && plan.taken.isEmpty())) {
         queueCopy(copy, plan);
         return;
     }
-    // Problems are shown before the first byte is written, and the user decides. The list of what to copy
-    // stays until a copy is queued: Cancel or another destination keep it.
-    auto *box = new QMessageBox(this);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->setWindowModality(Qt::WindowModal);
-    box->setIcon(QMessageBox::Warning);
-    box->setWindowTitle(tr("Before copying"));
-    const bool noRoom = plan.fitFiles >= 0;
-    const qint64 going = noRoom ? plan.fitFiles : plan.files;
-    box->setText(going > 0 || plan.badNames > 0
-                     ? tr("Some of this can't be copied to %1.").arg(displayPath(copy.options.destination))
-                     : tr("Nothing of this can be copied to %1.").arg(displayPath(copy.options.destination)));
-    box->setInformativeText(plan.problems.mid(0, 8).join(QLatin1Char('\n')) +
-                            (plan.problems.size() > 8 ? tr("\n… and %1 more.").arg(plan.problems.size() - 8) : QString()));
-    box->setDetailedText(plan.problems.join(QLatin1Char('\n')));
-    // Each button copies what its label says: without room for everything, the files that fit, in order.
-    QPushButton *go = nullptr;
-    if (going > 0)
-        go = box->addButton(noRoom ? tr("Copy What Fits (%1 of the files, %2)")
-                                         .arg(plan.fitFiles)
-                                         .arg(formatBytes(double(plan.fitBytes)))
-                                   : tr("Copy the Rest (%1 files)").arg(plan.files),
-                            QMessageBox::AcceptRole);
-    // Names FAT/exFAT refuse can still go, under a safe name ('_' for what the filesystem can't store).
-    QPushButton *rename = plan.badNames > 0 && !noRoom
-                              ? box->addButton(tr("Copy with Safe Names"), QMessageBox::AcceptRole)
-                              : nullptr;
-    QPushButton *elsewhere = box->addButton(tr("Choose Another Destination"), QMessageBox::ResetRole);
-    QPushButton *cancel = box->addButton(QMessageBox::Cancel);
-    box->setDefaultButton(go ? go : rename ? rename : elsewhere);
-    box->setEscapeButton(cancel);
-    connect(box, &QMessageBox::finished, this, [=, this]() mutable {
-        QAbstractButton *clicked = box->clickedButton(); // none when the box was closed otherwise
-        if (clicked && (clicked == go || clicked == rename)) {
-            copy.options.renameInvalid = clicked == rename;
-            copy.options.fitToSpace = noRoom;
+    // Problems and names already taken are shown before the first byte is written, and the user decides. The
+    // list of what to copy stays until a copy is queued: Cancel or another destination keep it.
+    auto *dialog = new PlanDialog(plan, displayPath(copy.options.destination), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowModality(Qt::WindowModal);
+    connect(dialog, &QDialog::finished, this, [this, dialog, copy, plan]() mutable {
+        switch (dialog->choice()) {
+        case PlanDialog::Choice::Copy:
+        case PlanDialog::Choice::CopyWithSafeNames:
+            copy.options.renameInvalid = dialog->choice() == PlanDialog::Choice::CopyWithSafeNames;
+            copy.options.fitToSpace = plan.fitFiles >= 0;
+            // One answer for every name already taken; "ask for each" leaves the questions to come file by file.
+            if (!dialog->askForEach()) {
+                copy.options.conflict = dialog->conflictPolicy();
+                copy.options.askOnConflict = false;
+            }
             queueCopy(copy, plan);
-        } else if (clicked == elsewhere) {
+            break;
+        case PlanDialog::Choice::Elsewhere:
             destination_->browseButton()->setFocus(Qt::OtherFocusReason);
             hint_->setText(tr("Choose another destination for the same files, then press Copy."));
+            break;
+        case PlanDialog::Choice::None:
+            break;
         }
     });
-    box->open();
+    dialog->open();
     Q_EMIT problemsShown(plan.problems);
 }
 

@@ -82,7 +82,8 @@ public Q_SLOTS:
     void offerDolphinPlace();
 
 Q_SIGNALS:
-    // A plan found problems and asks the user; |problems| is what the dialog lists.
+    // A plan found problems or names already taken and asks the user (PlanDialog); |problems| is what it lists,
+    // empty when it shows only names already taken.
     void problemsShown(const QStringList &problems);
     void jobQueued(quint64 jobId);
     // The unfinished copies were looked at: |offered| of them are in the dialog now (0: no dialog).

@@ -21,26 +21,17 @@ QuestionDialogs::QuestionDialogs(EngineBridge *bridge, QWidget *window) : QObjec
     connect(bridge_, &EngineBridge::errorAsked, this, &QuestionDialogs::onError);
 }
 
-// "5.0 MiB, modified 23/11/2026 14:02", as the conflict dialog shows each side.
-static QString sizeAndDate(qint64 size, const QDateTime &modified)
-{
-    return QObject::tr("%1, modified %2").arg(formatBytes(double(size)), QLocale().toString(modified, QLocale::ShortFormat));
-}
-
 void QuestionDialogs::onConflict(quint64 jobId, quint64 questionId, const QString &source, const QString &target,
                                  qint64 sourceSize, qint64 targetSize, bool targetIsFolder,
                                  const QDateTime &sourceModified, const QDateTime &targetModified)
 {
     Q_UNUSED(source)
     // Which one is newer is what decides most answers; it is said, not left to comparing two dates.
-    const QString which = sourceModified > targetModified.addSecs(2)   ? tr("The new one is newer.")
-                          : targetModified > sourceModified.addSecs(2) ? tr("The existing one is newer.")
-                          : sourceSize == targetSize                  ? tr("Both have the same size and time.")
-                                                                      : tr("Both have the same time.");
+    const QString which = whichIsNewer(sourceSize, sourceModified, targetSize, targetModified);
     Question q{true, jobId, questionId, tr("“%1” already exists.").arg(target),
                targetIsFolder ? tr("It is a folder, so it can only be skipped or the copy renamed.")
                               : tr("Existing: %1.\nNew: %2.\n%3")
-                                    .arg(sizeAndDate(targetSize, targetModified), sizeAndDate(sourceSize, sourceModified), which)};
+                                    .arg(formatSizeAndDate(targetSize, targetModified), formatSizeAndDate(sourceSize, sourceModified), which)};
     if (answerFromMemory(q))
         return;
     queue_.enqueue(q);

@@ -7,6 +7,7 @@
 #include "job_helpers.h"
 #include "test_support.h"
 
+#include <algorithm>
 #include <cstring>
 #include <dirent.h>
 #include <random>
@@ -290,6 +291,38 @@ TEST_CASE("plan: problems are known before the first byte, and nothing is writte
     CHECK(plan.left_out[0].reason == LeftOut::SpecialFile);
     CHECK(plan.problems().size() == 2);
     CHECK(list_tree(t / "out") == ".\tdir\n");
+}
+
+TEST_CASE("plan: files whose target name is taken are listed before the first byte, and nothing is written")
+{
+    TempDir t;
+    for (const char *dir : {"src", "src/tree", "src/tree/sub", "out", "out/tree", "out/tree/sub", "out/tree/sub/b"})
+        mkdir_p(t / dir);
+    write_pattern_file(t / "src/tree/a", 3000);
+    write_pattern_file(t / "src/tree/sub/b", 5000);
+    write_pattern_file(t / "src/tree/new", 10);
+    REQUIRE(::symlink("a", (t / "src/tree/link").c_str()) == 0);
+    write_pattern_file(t / "out/tree/a", 100);       // an older, smaller copy; out/tree/sub/b is a folder where
+    write_pattern_file(t / "out/tree/link", 7);       // a file goes, and this a file where a link goes
+    const std::string before = list_tree(t / "out");
+    JobPlan plan = plan_job(spec_of({t / "src/tree"}, t / "out"));
+    REQUIRE(plan.taken.size() == 3);
+    std::sort(plan.taken.begin(), plan.taken.end(), [](const auto &x, const auto &y) { return x.target < y.target; });
+    CHECK(plan.taken[0].target == t / "out/tree/a");
+    CHECK(plan.taken[0].source == t / "src/tree/a");
+    CHECK(plan.taken[0].source_size == 3000);
+    CHECK(plan.taken[0].existing.size == 100);
+    CHECK_FALSE(plan.taken[0].existing.is_dir);
+    CHECK(plan.taken[0].source_mtime.tv_sec > 0);
+    CHECK(plan.taken[1].target == t / "out/tree/link");
+    CHECK(plan.taken[2].target == t / "out/tree/sub/b");
+    CHECK(plan.taken[2].existing.is_dir);
+    CHECK(plan.files == 4);                  // taken names are still planned: the policy decides each
+    CHECK(list_tree(t / "out") == before);   // planning wrote nothing
+    // Resuming: taken names are what a resume expects, not conflicts.
+    JobSpec resume = spec_of({t / "src/tree"}, t / "out");
+    resume.resume = true;
+    CHECK(plan_job(resume).taken.empty());
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include "DeviceList.h"
 #include "JobModel.h"
 #include "MainWindow.h"
+#include "PlanDialog.h"
 #include "QueueView.h"
 #include "QuestionDialogs.h"
 #include <QCheckBox>
@@ -30,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <QLabel>
+#include <QTreeWidget>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -38,6 +40,18 @@
 #include <QTest>
 
 using namespace SaneCopy;
+
+// Clicks the button whose text starts with |start|; fails the test when there is none.
+void clickButton(const QList<QAbstractButton *> &buttons, const QString &start)
+{
+    for (QAbstractButton *b : buttons) {
+        if (b->text().startsWith(start)) {
+            b->click();
+            return;
+        }
+    }
+    QFAIL(qPrintable(QStringLiteral("no button \"%1\"").arg(start)));
+}
 
 class TestMainWindow : public QObject {
     Q_OBJECT
@@ -215,7 +229,7 @@ private Q_SLOTS:
         QVERIFY(problems.first().first().toStringList().first().contains(QStringLiteral("does-not-exist")));
         QCOMPARE(queued.count(), 0);
         // The dialog offers no "copy the rest": there is nothing to copy. Closing it queues nothing.
-        auto *box = w.findChild<QMessageBox *>();
+        auto *box = w.findChild<PlanDialog *>();
         QVERIFY(box);
         box->reject();
         QCOMPARE(queued.count(), 0);
@@ -254,7 +268,7 @@ private Q_SLOTS:
         QSignalSpy problems(&w, &MainWindow::problemsShown);
         QSignalSpy queued(&w, &MainWindow::jobQueued);
         auto buttonOf = [&](const QString &start) -> QPushButton * {
-            auto *box = w.findChild<QMessageBox *>();
+            auto *box = w.findChild<PlanDialog *>();
             for (QAbstractButton *b : box ? box->buttons() : QList<QAbstractButton *>())
                 if (b->text().startsWith(start))
                     return qobject_cast<QPushButton *>(b);
@@ -266,7 +280,7 @@ private Q_SLOTS:
         QVERIFY(!buttonOf(QStringLiteral("Copy the Rest"))); // it would copy nothing
         QVERIFY(buttonOf(QStringLiteral("Cancel")));
         buttonOf(QStringLiteral("Cancel"))->click();
-        QTRY_VERIFY(!w.findChild<QMessageBox *>());
+        QTRY_VERIFY(!w.findChild<PlanDialog *>());
         QCOMPARE(w.sourceArea()->sources(), sources); // the list is kept
         w.startCopy();
         QVERIFY(problems.wait(10000));
@@ -317,6 +331,12 @@ private Q_SLOTS:
         cmd.files = {QFile::encodeName(dir.filePath(QStringLiteral("src/tree")))};
         cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         w.applyCommandLine(cmd);
+        // The plan lists the three names already taken first; "Ask for each file" is its default.
+        PlanDialog *plan = nullptr;
+        QTRY_VERIFY((plan = w.findChild<PlanDialog *>()) != nullptr);
+        QVERIFY(plan->takenList() && plan->takenList()->topLevelItemCount() == 3);
+        QVERIFY(plan->askForEach());
+        clickButton(plan->buttons(), QStringLiteral("Copy (3 files)"));
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowCount() == 1 && w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
         QCOMPARE(dialogs, 1); // asked once, applied to all three
         // Sizes, dates and which is newer; Escape skips the file, it never cancels the copy.
@@ -328,6 +348,81 @@ private Q_SLOTS:
             QVERIFY(f.open(QIODevice::ReadOnly));
             QCOMPARE(f.readAll(), QByteArray("new"));
         }
+    }
+
+    void thePlanListsNamesAlreadyTakenAndOneAnswerSettlesThem()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir d(dir.path());
+        QVERIFY(d.mkpath(QStringLiteral("src/photos")) && d.mkpath(QStringLiteral("out/photos")));
+        auto write = [&](const QString &name, const QByteArray &bytes, const QDateTime &when) {
+            QFile f(d.filePath(name));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(bytes);
+            f.flush(); // else the bytes land at close and take the time with them
+            QVERIFY(f.setFileTime(when, QFileDevice::FileModificationTime));
+        };
+        const QDateTime old = QDateTime::currentDateTime().addDays(-3), recent = QDateTime::currentDateTime().addSecs(-60);
+        write(QStringLiteral("src/photos/a.jpg"), "new a", recent);
+        write(QStringLiteral("src/photos/b.jpg"), "new b", old);
+        write(QStringLiteral("src/photos/c.jpg"), "new c", recent);
+        write(QStringLiteral("out/photos/a.jpg"), "old", old);    // older there
+        write(QStringLiteral("out/photos/b.jpg"), "older!", recent); // newer there
+        MainWindow w;
+        w.show();
+        int asked = 0;
+        connect(w.questions(), &QuestionDialogs::dialogShown, this, [&](QMessageBox *box) {
+            ++asked;
+            box->reject();
+        });
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        auto plan = [&](const QString &answer) -> PlanDialog * {
+            w.sourceArea()->addSources({QFile::encodeName(d.filePath(QStringLiteral("src/photos")))});
+            w.destinationPicker()->setDestination(d.filePath(QStringLiteral("out")));
+            w.startCopy();
+            PlanDialog *dialog = nullptr;
+            if (!QTest::qWaitFor([&] { return (dialog = w.findChild<PlanDialog *>()) != nullptr; }, 10000))
+                return nullptr;
+            const int index = dialog->takenChoice()->findText(answer);
+            if (index < 0)
+                return nullptr;
+            dialog->takenChoice()->setCurrentIndex(index);
+            return dialog;
+        };
+
+        // Each taken name with both sides' size and time, and which is newer.
+        PlanDialog *dialog = plan(QStringLiteral("Skip them"));
+        QVERIFY(dialog);
+        QTreeWidget *taken = dialog->takenList();
+        QCOMPARE(taken->topLevelItemCount(), 2);
+        QCOMPARE(taken->topLevelItem(0)->text(0), QStringLiteral("photos/a.jpg"));
+        QCOMPARE(taken->topLevelItem(0)->text(1), QStringLiteral("5 bytes · ") + QLocale().toString(recent, QLocale::NarrowFormat));
+        QCOMPARE(taken->topLevelItem(0)->text(2), QStringLiteral("3 bytes · ") + QLocale().toString(old, QLocale::NarrowFormat));
+        QCOMPARE(taken->topLevelItem(0)->text(3), QStringLiteral("this copy"));
+        QCOMPARE(taken->topLevelItem(1)->text(3), QStringLiteral("the one there"));
+        QVERIFY(dialog->findChild<QLabel *>(QStringLiteral("headline"))->text().contains(QStringLiteral("2 files")));
+        QVERIFY(!dialog->findChild<QPlainTextEdit *>(QStringLiteral("problems"))); // no problems: no list of them
+        clickButton(dialog->buttons(), QStringLiteral("Copy (3 files)"));
+        QVERIFY(queued.count() == 1 || queued.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        auto contents = [&](const QString &name) {
+            QFile f(d.filePath(name));
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        QCOMPARE(contents(QStringLiteral("out/photos/a.jpg")), QByteArray("old")); // skipped, as answered once
+        QCOMPARE(contents(QStringLiteral("out/photos/b.jpg")), QByteArray("older!"));
+        QCOMPARE(contents(QStringLiteral("out/photos/c.jpg")), QByteArray("new c"));
+        QCOMPARE(asked, 0); // nothing asked file by file
+
+        // The same with "Replace them": replaced, still without a question.
+        dialog = plan(QStringLiteral("Replace them"));
+        QVERIFY(dialog);
+        QCOMPARE(dialog->takenList()->topLevelItemCount(), 3);
+        clickButton(dialog->buttons(), QStringLiteral("Copy (3 files)"));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowCount() == 2 && w.model()->index(1).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QCOMPARE(contents(QStringLiteral("out/photos/a.jpg")), QByteArray("new a"));
+        QCOMPARE(contents(QStringLiteral("out/photos/b.jpg")), QByteArray("new b"));
+        QCOMPARE(asked, 0);
     }
 
     // regression: a dropped name that is not UTF-8 must arrive with its own bytes, not as U+FFFD

@@ -5,10 +5,12 @@
 //   QT_QPA_PLATFORM=offscreen sanecopy-screenshot --unfinished OUT.png   (the question at start, when there are
 //                                                                          unfinished copies under $XDG_STATE_HOME)
 //   QT_QPA_PLATFORM=offscreen sanecopy-screenshot --states OUTDIR WORKDIR  (the window empty, the plan dialog, a
-//       conflict, and a cancelled copy, each saved as OUTDIR/window-STATE.png; WORKDIR gets the files they need)
+//       conflict, a cancelled copy and two copies queued, each saved as OUTDIR/window-STATE.png; WORKDIR gets
+//       the files they need)
 // A developer tool, not part of the app: it drives the same MainWindow through its command-line entry point.
 #include "CommandLine.h"
 #include "MainWindow.h"
+#include "PlanDialog.h"
 #include "DestinationPicker.h"
 #include "JobModel.h"
 #include "QuestionDialogs.h"
@@ -70,14 +72,14 @@ int states(const QString &out, const QString &work)
     QApplication::processEvents();
     bool ok = save(&window, out + QStringLiteral("/window-empty.png"));
 
-    // The plan: a special file in the folder.
+    // The plan: a special file in the folder, and three photos already there ("ask for each file" is kept).
     const QByteArray dest = QFile::encodeName(work + QStringLiteral("/dest"));
     window.sourceArea()->addSources({QFile::encodeName(work + QStringLiteral("/src/Holiday photos"))});
     window.destinationPicker()->setDestination(QFile::decodeName(dest));
     QEventLoop loop;
     QObject::connect(&window, &SaneCopy::MainWindow::problemsShown, &loop, [&] {
         QTimer::singleShot(300, &loop, [&] {
-            auto *box = window.findChild<QMessageBox *>();
+            auto *box = window.findChild<SaneCopy::PlanDialog *>();
             ok = box && save(box, out + QStringLiteral("/window-plan.png")) && ok;
             for (QAbstractButton *b : box ? box->buttons() : QList<QAbstractButton *>())
                 if (b->text().startsWith(QLatin1String("Copy the Rest")))
@@ -110,6 +112,18 @@ int states(const QString &out, const QString &work)
     });
     loop.exec();
     ok = save(&window, out + QStringLiteral("/window-cancelled.png")) && ok;
+
+    // Two copies queued at once: the video runs, and the second copy to the same device waits its turn.
+    window.applyCommandLine(video);
+    SaneCopy::CommandLine photos;
+    photos.files = {QFile::encodeName(work + QStringLiteral("/src/Holiday photos/IMG_0004.jpg")),
+                    QFile::encodeName(work + QStringLiteral("/src/Holiday photos/IMG_0005.jpg"))};
+    QDir(work).mkpath(QStringLiteral("dest/Later"));
+    photos.destination = QFile::encodeName(work + QStringLiteral("/dest/Later"));
+    QTimer::singleShot(300, &loop, [&] { window.applyCommandLine(photos); });
+    QTimer::singleShot(2500, &loop, [&] { loop.quit(); });
+    loop.exec();
+    ok = save(&window, out + QStringLiteral("/window-two-jobs.png")) && ok;
     return ok ? 0 : 1;
 }
 
