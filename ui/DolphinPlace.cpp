@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "DolphinPlace.h"
 
+#include <QDBusConnection>
+#include <QDBusMessage>
 #include <QFileInfo>
 #include <QProcess>
 
@@ -16,6 +18,19 @@ QString DolphinPlace::installedHelper()
         return path;
 #endif
     return {};
+}
+
+void DolphinPlace::loadDevicesModule()
+{
+    // kded autoloads its modules when the session starts; one installed since then (the package was installed in
+    // this session) loads when asked. Whichever kded runs takes it; with none running, nothing is started.
+    for (const QString &kded : {QStringLiteral("kded6"), QStringLiteral("kded5")}) {
+        QDBusMessage call = QDBusMessage::createMethodCall(QStringLiteral("org.kde.") + kded, QStringLiteral("/kded"),
+                                                           QStringLiteral("org.kde.") + kded, QStringLiteral("loadModule"));
+        call << QStringLiteral("sanecopydevices");
+        call.setAutoStartService(false); // outside Plasma no kded is started for this
+        QDBusConnection::sessionBus().send(call);
+    }
 }
 
 void DolphinPlace::refresh() { run(QStringLiteral("status")); }
@@ -39,6 +54,8 @@ void DolphinPlace::run(const QString &verb)
         }
         known_ = true;
         present_ = verb == QLatin1String("status") ? out == QLatin1String("present") : verb == QLatin1String("add");
+        if (verb == QLatin1String("add"))
+            loadDevicesModule();
         Q_EMIT stateKnown(present_);
     });
     connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError error) {

@@ -36,6 +36,8 @@ Q_SIGNALS:
 
 private:
     void run(const QString &verb);
+    // Asks the session's kded to load the module that keeps the place current (kio-worker/DevicesNotifier.h).
+    void loadDevicesModule();
 
     QString helper_;
     bool known_ = false;

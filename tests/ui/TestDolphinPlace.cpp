@@ -5,8 +5,10 @@
 // worker built (no KDE Frameworks), the cases that need the helper skip and say so.
 #include "DolphinPlace.h"
 #include "MainWindow.h"
+#include "PrivateBus.h"
 
 #include <QAction>
+#include <QDBusConnection>
 #include <QFile>
 #include <QMenu>
 #include <QMessageBox>
@@ -18,9 +20,25 @@
 
 using namespace SaneCopy;
 
+// kded6 as far as the place needs it: the modules it was asked to load.
+class FakeKded : public QObject {
+    Q_OBJECT
+    Q_CLASSINFO("D-Bus Interface", "org.kde.kded6")
+public:
+    QStringList loaded;
+public Q_SLOTS:
+    Q_SCRIPTABLE bool loadModule(const QString &name)
+    {
+        loaded << name;
+        return true;
+    }
+};
+
 class TestDolphinPlace : public QObject {
     Q_OBJECT
 
+    Test::PrivateBus bus_;
+    QString busAddress_;
     QTemporaryDir home_;
     const QString helper_ = QStringLiteral(SANECOPY_PLACES_HELPER_FOR_TESTS);
 
@@ -49,6 +67,30 @@ private Q_SLOTS:
         qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
         qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
         QCoreApplication::setOrganizationName(QStringLiteral("SaneCopyTest"));
+        // A session bus of the test's own, before anything connects to one: the place asks kded over it.
+        busAddress_ = bus_.start();
+        if (!busAddress_.isEmpty())
+            qputenv("DBUS_SESSION_BUS_ADDRESS", busAddress_.toUtf8());
+    }
+
+    void addingThePlaceAsksTheSessionsKdedToLoadTheModule()
+    {
+        needHelper();
+        if (busAddress_.isEmpty())
+            QSKIP(qPrintable(bus_.skipReason()));
+        QDBusConnection kdedBus = QDBusConnection::connectToBus(busAddress_, QStringLiteral("kded"));
+        FakeKded kded;
+        QVERIFY(kdedBus.registerObject(QStringLiteral("/kded"), &kded, QDBusConnection::ExportScriptableSlots));
+        QVERIFY(kdedBus.registerService(QStringLiteral("org.kde.kded6")));
+        DolphinPlace place(helper_);
+        place.setPresent(true);
+        QVERIFY(waitKnown(place, true));
+        QTRY_COMPARE(kded.loaded, QStringList{QStringLiteral("sanecopydevices")});
+        place.setPresent(false);
+        QVERIFY(waitKnown(place, false));
+        QTest::qWait(200);
+        QCOMPARE(kded.loaded.size(), 1); // removing loads nothing
+        kdedBus.unregisterService(QStringLiteral("org.kde.kded6"));
     }
 
     void addsAndRemovesThroughTheHelper()
