@@ -546,12 +546,21 @@ std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &moun
                                              std::string_view udev_root)
 {
     std::vector<RemovableMount> out;
-    for (const MountEntry &m : mounts) {
+    // Whole filesystems first: a bind mount of a folder on the stick is not where the stick is.
+    std::vector<const MountEntry *> order;
+    for (const MountEntry &m : mounts)
+        if (m.root == "/")
+            order.push_back(&m);
+    for (const MountEntry &m : mounts)
+        if (m.root != "/")
+            order.push_back(&m);
+    for (const MountEntry *mp : order) {
+        const MountEntry &m = *mp;
         DeviceInfo info;
         if (!probe_block_device(m.dev_major, m.dev_minor, sysfs_root, info) || !info.removable)
             continue;
         if (std::any_of(out.begin(), out.end(), [&](const RemovableMount &o) { return o.block_device == info.block_device; }))
-            continue; // a bind mount of a device already listed
+            continue; // mounted twice: listed once
         RemovableMount r;
         r.mount_point = m.mount_point;
         r.block_device = info.block_device;
@@ -576,24 +585,27 @@ std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &moun
                 udev_like += "E:ID_MODEL=" + std::string(trim(*model)) + "\n";
             r.model = parse_udev_model(udev_like);
         }
+        std::string name = !r.label.empty() ? r.label : !r.model.empty() ? r.model : std::string(base_name(r.mount_point));
+        // A folder name in a URL: no '/', no NUL, not "." or "..".
+        std::replace(name.begin(), name.end(), '/', '_');
+        std::replace(name.begin(), name.end(), '\0', '_');
+        if (name.empty() || name == "." || name == "..")
+            name = r.block_device;
+        r.name = std::move(name);
         out.push_back(std::move(r));
     }
-
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        RemovableMount &r = out[i];
-        std::string base = !r.label.empty() ? r.label
-                         : !r.model.empty() ? r.model
-                                            : std::string(base_name(r.mount_point));
-        if (base.empty() || base == "/")
-            base = r.block_device;
-        std::replace(base.begin(), base.end(), '/', '_');
-        std::string name = base;
-        for (int n = 2; std::any_of(out.begin(), out.begin() + std::ptrdiff_t(i),
-                                    [&](const RemovableMount &o) { return o.name == name; });
-             ++n)
-            name = base + " (" + std::to_string(n) + ")";
-        r.name = std::move(name);
-    }
+    // Two of a name (two sticks labelled STICK, a multipack of one model) are told apart by their block devices,
+    // both of them: a name never moves to another device when one of the two is pulled out.
+    std::vector<std::string> base;
+    for (const RemovableMount &r : out)
+        base.push_back(r.name);
+    for (RemovableMount &r : out)
+        if (std::count(base.begin(), base.end(), r.name) > 1)
+            r.name += " (" + r.block_device + ")";
+    std::stable_sort(out.begin(), out.end(), [&](const RemovableMount &a, const RemovableMount &b) {
+        return std::find_if(mounts.begin(), mounts.end(), [&](const MountEntry &m) { return m.mount_point == a.mount_point; }) <
+               std::find_if(mounts.begin(), mounts.end(), [&](const MountEntry &m) { return m.mount_point == b.mount_point; });
+    });
     return out;
 }
 

@@ -167,13 +167,14 @@ struct RemovableMount {
     std::string label;        // the filesystem's label; empty when it has none
     std::string model;        // "SanDisk Cruzer Blade"; empty when unknown
     // As the desktop names it: the label, else the model, else the mount point's last component. Never empty,
-    // never holds '/', and unique within one removable_mounts() answer (" (2)" on the second of two "STICK"s),
-    // so it can be a folder name in a URL.
+    // never "." or "..", never holds '/' or NUL, and unique within one removable_mounts() answer: two "STICK"s
+    // are "STICK (sdb1)" and "STICK (sdc1)", so pulling one never hands its name to the other. A folder name in
+    // a URL.
     std::string name;
 };
 
 // The removable block devices (probe_block_device's sense: the RMB bit, or a USB or MMC bus) mounted in |mounts|,
-// in mountinfo order; a device mounted twice is listed once, at its first mount. The label and model come from
+// in mountinfo order; a device mounted twice is listed once, at its first mount of the whole filesystem. The label and model come from
 // udev's database under |udev_root| ("/run/udev/data"), the model else from sysfs; an empty |udev_root| reads
 // no udev records.
 std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &mounts, std::string_view sysfs_root,

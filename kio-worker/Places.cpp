@@ -14,9 +14,12 @@
 
 #include <KFilePlacesModel>
 
-#include <QApplication>
-#include <QTextStream>
+#include <QCoreApplication>
+#include <QFile>
+#include <QGuiApplication>
+#include <QStandardPaths>
 #include <QUrl>
+#include <QXmlStreamReader>
 
 #include <cstdio>
 
@@ -34,15 +37,31 @@ QList<QPersistentModelIndex> placesOf(const KFilePlacesModel &model, const QUrl 
     return out;
 }
 
+// Whether the places file on disk holds a bookmark for |url|, as KBookmarkManager writes it (href fully encoded).
+bool placesFileHas(const QUrl &url)
+{
+    QFile file(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/user-places.xbel"));
+    if (!file.open(QIODevice::ReadOnly))
+        return false;
+    QXmlStreamReader xml(&file);
+    while (!xml.atEnd()) {
+        if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("bookmark") &&
+            QUrl(xml.attributes().value(QLatin1String("href")).toString()).matches(url, QUrl::StripTrailingSlash))
+            return true;
+    }
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
     // KFilePlacesModel hands out icons, which need a GUI application; the helper shows no window, and runs
-    // without a display (offscreen) as well as with one.
+    // without a display (offscreen) as well as with one. Not a QApplication: KF5's bookmark manager would answer a
+    // failed save with a message box that nobody can close here.
     if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
+    QGuiApplication app(argc, argv);
     const QStringList args = app.arguments();
     const QString verb = args.value(1);
     if (args.size() != 2 || (verb != QLatin1String("status") && verb != QLatin1String("add") && verb != QLatin1String("remove"))) {
@@ -58,15 +77,15 @@ int main(int argc, char **argv)
     }
     if (verb == QLatin1String("add")) {
         if (found.isEmpty())
-            model.addPlace(QApplication::translate("sanecopy-places", "Safe Copy"), url,
+            model.addPlace(QCoreApplication::translate("sanecopy-places", "Safe Copy"), url,
                            QStringLiteral("io.github.sanecopy.SaneCopy"));
     } else {
         for (const QPersistentModelIndex &index : found)
             model.removePlace(index);
     }
-    // KFilePlacesModel saves as it changes; read the file back to tell whether it took.
-    KFilePlacesModel check;
-    if (placesOf(check, url).isEmpty() != (verb == QLatin1String("remove"))) {
+    // KFilePlacesModel saves as it changes. Whether it took is read from the file itself: another model in this
+    // process would share the first one's bookmark manager, and with it what is in memory.
+    if (placesFileHas(url) == (verb == QLatin1String("remove"))) {
         std::fprintf(stderr, "sanecopy-places: could not change the places list (user-places.xbel)\n");
         return 1;
     }

@@ -157,6 +157,13 @@ SaneCopyWorker::Resolved SaneCopyWorker::resolve(const QUrl &url, bool creating)
     return r;
 }
 
+KIO::WorkerResult SaneCopyWorker::deviceIsNoFile()
+{
+    return KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED,
+                                   i18n("A device in Safe Copy can't be deleted, moved or renamed here. Unmount or "
+                                        "eject it from the Places panel; rename its files inside it."));
+}
+
 KIO::WorkerResult SaneCopyWorker::statDeviceList()
 {
     KIO::UDSEntry entry;
@@ -185,6 +192,10 @@ bool SaneCopyWorker::fillDeviceEntry(KIO::UDSEntry &entry, const sanecopy::Remov
                       KIO::convertSize(KIO::filesize_t(vfs.f_bavail) * vfs.f_frsize));
     entry.fastInsert(KIO::UDSEntry::UDS_DISPLAY_NAME, shown);
     entry.fastInsert(KIO::UDSEntry::UDS_ICON_NAME, QStringLiteral("drive-removable-media-usb"));
+    // A link to the mount point, as far as KIO's jobs are concerned: Delete or Cut on a device's folder in the
+    // list then acts on the entry alone (refused below), instead of walking into the stick and removing every file
+    // on it before the mount point itself refuses to go. Opening it and dropping onto it are unchanged.
+    entry.replace(KIO::UDSEntry::UDS_LINK_DEST, QString::fromStdString(device.mount_point));
     return true;
 }
 
@@ -300,6 +311,10 @@ KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
 {
+    if (const auto onDevice = devicePathFromUrl(url); onDevice && onDevice->device.isEmpty()) {
+        mimeType(QStringLiteral("inode/directory"));
+        return KIO::WorkerResult::pass();
+    }
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
@@ -371,6 +386,8 @@ KIO::WorkerResult SaneCopyWorker::del(const QUrl &url, bool isFile)
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
+    if (pathTarget.deviceRoot)
+        return deviceIsNoFile();
     const auto &path = pathTarget.path;
     // No sync here: KIO's DeleteJob removes a tree one entry at a time, and a sync per entry would make deleting
     // a folder of small files crawl; a removal left unwritten loses nothing.
@@ -391,6 +408,8 @@ KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO:
     const Resolved toTarget = resolve(dest, true);
     if (toTarget.error)
         return *toTarget.error;
+    if (fromTarget.deviceRoot || toTarget.deviceRoot)
+        return deviceIsNoFile();
     const auto &from = fromTarget.path;
     const auto &to = toTarget.path;
     struct stat st {};
@@ -611,6 +630,8 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
     const Resolved toTarget = resolve(dest, true);
     if (toTarget.error)
         return *toTarget.error;
+    if (fromTarget.deviceRoot || toTarget.deviceRoot)
+        return deviceIsNoFile();
     const auto &from = fromTarget.path;
     const auto &to = toTarget.path;
     struct stat st {};

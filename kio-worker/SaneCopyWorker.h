@@ -57,6 +57,8 @@ private:
     // |creating|: the URL names something about to be made, so a name directly in the device list is a mistake to
     // explain (files go onto a device, not beside them), not a missing file.
     Resolved resolve(const QUrl &url, bool creating = false);
+    // Deleting, moving or renaming a device's own folder: refused, with what to do instead.
+    KIO::WorkerResult deviceIsNoFile();
     // sanecopy://devices/ itself: a folder that can't be written, holding one folder per device.
     KIO::WorkerResult statDeviceList();
     KIO::WorkerResult listDevices();

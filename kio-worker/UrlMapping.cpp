@@ -149,11 +149,13 @@ std::optional<DevicePath> devicePathFromUrl(const QUrl &url)
 
 QUrl devicesUrl(const QByteArray &device)
 {
-    QByteArray encoded(kScheme);
-    encoded.append("://").append(kDevicesHost).append('/');
-    if (!device.isEmpty())
-        encoded.append(device.toPercentEncoding());
-    return QUrl::fromEncoded(encoded, QUrl::StrictMode);
+    // Built the way KIO builds a listed item's URL (the folder's URL plus its UDS_NAME), so the URL of a device's
+    // folder sent in a KDirNotify signal is the very URL Dolphin holds for it: QUrl keeps "%28" and "(" apart.
+    QUrl url;
+    url.setScheme(QLatin1String(kScheme));
+    url.setHost(QLatin1String(kDevicesHost));
+    url.setPath(QLatin1Char('/') + decodeFileName(device));
+    return url;
 }
 
 QUrl urlFromLocalPath(const QByteArray &path, const QString &scheme)

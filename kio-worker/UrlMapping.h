@@ -60,7 +60,7 @@ struct DevicePath {
 // byte, a query or a fragment.
 std::optional<DevicePath> devicePathFromUrl(const QUrl &url);
 
-// sanecopy://devices/ (for an empty |device|), or the folder |device| in it, percent-encoded like urlFromLocalPath.
+// sanecopy://devices/ (for an empty |device|), or the folder |device| in it, as KIO spells a listed item's URL.
 QUrl devicesUrl(const QByteArray &device = QByteArray());
 
 } // namespace SaneCopyKio

@@ -5,6 +5,7 @@
 #include <QDBusMessage>
 #include <QFileInfo>
 #include <QProcess>
+#include <QTimer>
 
 namespace SaneCopy {
 
@@ -41,15 +42,41 @@ void DolphinPlace::run(const QString &verb)
 {
     if (!available())
         return;
+    // One helper at a time, each reading and writing the places file: answers arrive in the order asked, and two
+    // never write at once. A status already waiting needs no second one.
+    if (verb != QLatin1String("status") || !pending_.contains(verb))
+        pending_.append(verb);
+    startNext();
+}
+
+void DolphinPlace::startNext()
+{
+    if (running_ || pending_.isEmpty())
+        return;
+    const QString verb = pending_.takeFirst();
     auto *process = new QProcess(this);
+    running_ = process;
     process->setProgram(helper_);
     process->setArguments({verb});
-    connect(process, &QProcess::finished, this, [this, process, verb](int code, QProcess::ExitStatus status) {
+    // KDE's places code never waits on anything; a helper that hangs anyway is ended, and said so.
+    auto *timeout = new QTimer(process);
+    timeout->setSingleShot(true);
+    connect(timeout, &QTimer::timeout, process, &QProcess::kill);
+    timeout->start(kHelperTimeoutMs);
+    const auto done = [this, process](const QString &failure) {
         process->deleteLater();
+        running_ = nullptr;
+        if (!failure.isEmpty())
+            Q_EMIT failed(failure);
+        startNext();
+    };
+    connect(process, &QProcess::finished, this, [this, process, verb, timeout, done](int code, QProcess::ExitStatus status) {
         const QString out = QString::fromUtf8(process->readAllStandardOutput()).trimmed();
         const QString err = QString::fromLocal8Bit(process->readAllStandardError()).trimmed();
         if (status != QProcess::NormalExit || code != 0) {
-            Q_EMIT failed(err.isEmpty() ? tr("sanecopy-places %1 failed (exit %2)").arg(verb).arg(code) : err);
+            done(!timeout->isActive() ? tr("sanecopy-places %1 did not finish in %2 s").arg(verb).arg(kHelperTimeoutMs / 1000)
+                 : err.isEmpty()      ? tr("sanecopy-places %1 failed (exit %2)").arg(verb).arg(code)
+                                      : err);
             return;
         }
         known_ = true;
@@ -57,12 +84,11 @@ void DolphinPlace::run(const QString &verb)
         if (verb == QLatin1String("add"))
             loadDevicesModule();
         Q_EMIT stateKnown(present_);
+        done(QString());
     });
-    connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError error) {
-        if (error != QProcess::FailedToStart)
-            return; // the rest end in finished()
-        process->deleteLater();
-        Q_EMIT failed(tr("Could not run %1: %2").arg(helper_, process->errorString()));
+    connect(process, &QProcess::errorOccurred, this, [this, process, done](QProcess::ProcessError error) {
+        if (error == QProcess::FailedToStart) // the rest end in finished()
+            done(tr("Could not run %1: %2").arg(helper_, process->errorString()));
     });
     process->start();
 }

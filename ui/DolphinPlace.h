@@ -10,6 +10,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
 namespace SaneCopy {
 
@@ -35,11 +36,15 @@ Q_SIGNALS:
     void failed(const QString &message);
 
 private:
+    static constexpr int kHelperTimeoutMs = 30000;
     void run(const QString &verb);
+    void startNext();
     // Asks the session's kded to load the module that keeps the place current (kio-worker/DevicesNotifier.h).
     void loadDevicesModule();
 
     QString helper_;
+    QStringList pending_;           // verbs waiting for the helper that runs
+    QObject *running_ = nullptr;    // that helper's process
     bool known_ = false;
     bool present_ = false;
 };

@@ -38,7 +38,8 @@ QByteArray toJson(const JournalEntry &e)
                         {QStringLiteral("renameInvalid"), e.renameInvalid},
                         {QStringLiteral("move"), e.move},
                         {QStringLiteral("manifest"), e.manifest},
-                        {QStringLiteral("queued"), e.queued.toString(Qt::ISODate)}};
+                        {QStringLiteral("queued"), e.queued.toString(Qt::ISODate)},
+                        {QStringLiteral("conflict"), e.conflict}};
     return QJsonDocument(o).toJson();
 }
 
@@ -56,6 +57,7 @@ bool fromJson(const QByteArray &json, JournalEntry &e)
     e.move = o.value(QStringLiteral("move")).toBool();
     e.manifest = o.value(QStringLiteral("manifest")).toBool();
     e.queued = QDateTime::fromString(o.value(QStringLiteral("queued")).toString(), Qt::ISODate);
+    e.conflict = o.value(QStringLiteral("conflict")).toInt(-1); // absent in records of earlier versions: ask
     return !e.sources.isEmpty() && !e.destination.isEmpty();
 }
 

@@ -31,6 +31,8 @@ struct JournalEntry {
     bool move = false;
     bool manifest = false;
     QDateTime queued;
+    // The answer the plan gave for every name already taken (a sanecopy::ConflictPolicy); -1: ask for each file.
+    int conflict = -1;
 };
 
 class JobJournal {

@@ -67,7 +67,8 @@ QIcon appIcon()
 // What the journal keeps of a copy, and back: the choices that make it the same copy when it is resumed.
 JournalEntry journalEntryFor(const EngineBridge::Options &o)
 {
-    return {{}, o.sources, o.destination, o.verify, o.renameInvalid, o.move, o.manifest, {}};
+    return {{}, o.sources, o.destination, o.verify, o.renameInvalid, o.move, o.manifest, {},
+            o.askOnConflict ? -1 : o.conflict};
 }
 
 EngineBridge::Options optionsFor(const JournalEntry &e)
@@ -79,6 +80,10 @@ EngineBridge::Options optionsFor(const JournalEntry &e)
     o.renameInvalid = e.renameInvalid;
     o.move = e.move;
     o.manifest = e.manifest;
+    if (e.conflict >= 0) {
+        o.conflict = e.conflict;
+        o.askOnConflict = false;
+    }
     return o;
 }
 
@@ -311,11 +316,12 @@ void MainWindow::offerDolphinPlace()
     const QString asked = QStringLiteral("dolphin/askedAboutPlace");
     if (!place_->available() || settings.value(asked, false).toBool())
         return;
-    // Asked once, whatever the answer: Settings is where it changes after that.
-    settings.setValue(asked, true);
     auto *once = new QObject(this);
-    connect(place_, &DolphinPlace::stateKnown, once, [this, once](bool present) {
+    connect(place_, &DolphinPlace::stateKnown, once, [this, once, asked](bool present) {
         once->deleteLater();
+        // Asked once, whatever the answer (Settings is where it changes after that); a place already there counts
+        // as an answer. A helper that failed leaves the question for the next start.
+        QSettings().setValue(asked, true);
         if (present)
             return;
         auto *box = new QMessageBox(QMessageBox::Question, tr("Safe Copy in Dolphin"),

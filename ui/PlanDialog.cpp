@@ -101,7 +101,8 @@ PlanDialog::PlanDialog(const PlanSummary &plan, const QString &destination, QWid
             row->setText(2, t.targetIsDir ? tr("a folder") : side(t.targetSize, t.targetTime));
             row->setText(3, newer(t));
             if (t.targetIsDir)
-                row->setToolTip(3, tr("A folder can't be replaced by a file: it is skipped, or the file renamed."));
+                row->setToolTip(3, tr("A folder has this name, and a file can't replace it: with \u201cReplace them\u201d "
+                                      "it is reported as a failed file; \u201cKeep both\u201d copies it under a new name."));
             rows.append(row);
         }
         taken_->addTopLevelItems(rows);

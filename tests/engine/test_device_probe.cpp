@@ -725,15 +725,19 @@ TEST_CASE("removable_mounts: sticks and card readers, named as the desktop names
 TEST_CASE("removable_mounts: a device mounted twice is one entry, and two of a name are told apart", "[device_probe]")
 {
     const auto mounts = parse_mountinfo(
+        "29 22 8:17 /DCIM /home/anna/Photos rw - vfat /dev/sdb1 rw\n"
         "30 22 8:17 / /media/anna/Generic\\040USB\\040SD\\040Reader rw - vfat /dev/sdb1 rw\n"
         "31 22 8:33 / /mnt/usb rw - ext4 /dev/sdc1 rw\n"
-        "32 22 8:17 /DCIM /home/anna/Photos rw - vfat /dev/sdb1 rw\n"
         "33 22 7:3 / /mnt/loop rw - ext4 /dev/loop3 rw\n");
     const auto found = removable_mounts(mounts, kSysfs, "");
     REQUIRE(found.size() == 2);
-    CHECK(found[0].mount_point == "/media/anna/Generic USB SD Reader");
-    CHECK(found[0].name == "Generic USB SD Reader");
-    CHECK(found[1].name == "Generic USB SD Reader (2)");
+    CHECK(found[0].mount_point == "/media/anna/Generic USB SD Reader"); // not the bind mount of its DCIM folder
+    CHECK(found[0].name == "Generic USB SD Reader (sdb1)");
+    CHECK(found[1].name == "Generic USB SD Reader (sdc1)");
     for (const auto &m : found)
         CHECK(m.name.find('/') == std::string::npos);
+    // One of the two pulled out: the other keeps its name, so a URL to the one pulled never reaches it.
+    const auto one = removable_mounts(parse_mountinfo("31 22 8:33 / /mnt/usb rw - ext4 /dev/sdc1 rw\n"), kSysfs, "");
+    REQUIRE(one.size() == 1);
+    CHECK(one[0].name == "Generic USB SD Reader");
 }

@@ -386,6 +386,15 @@ def case_devices(work):
         rc, out, err, _ = kioclient("ls", device_url(name, "/backup"), env_extra=env)
         check(rc == 0 and "notes" in out.splitlines(), f"ls inside the device: {rc} {out} {err}")
 
+        # Delete on a device's folder in the list (Dolphin offers it) removes nothing: the entry is a link to the
+        # mount point for KIO's jobs, so the job does not walk into the stick, and the entry itself is refused.
+        on_stick = sorted(os.listdir(s.mnt))
+        rc, _, err, _ = kioclient("rm", device_url(name), env_extra=env)
+        check(rc == 1 and "can't be deleted" in err, f"rm of the device's folder: {rc} {err}")
+        check(sorted(os.listdir(s.mnt)) == on_stick, f"rm of the device's folder removed {set(on_stick) - set(os.listdir(s.mnt))}")
+        rc, _, err, _ = kioclient("move", device_url(name), url("file", os.path.join(work, "moved")), env_extra=env)
+        check(rc == 1 and sorted(os.listdir(s.mnt)) == on_stick, f"move of the device's folder: {rc} {err}")
+
         # The list itself holds no files, and a device that is not there is not there.
         before = sorted(os.listdir(s.mnt))
         rc, _, err, _ = kioclient("copy", url("file", src), "sanecopy://devices/movie.mkv", env_extra=env)

@@ -153,4 +153,10 @@ TEST_CASE("url mapping: sanecopy://devices/ is the list of sticks, and a path on
     // Back to a URL: a name with a space and a '#' survives.
     CHECK(devicesUrl().toString() == QStringLiteral("sanecopy://devices/"));
     CHECK(dev(devicesUrl("A #1").toEncoded().constData()).device == "A #1");
+    CHECK(dev(devicesUrl("caf\xC3\xA9 \xE9").toEncoded().constData()).device == "caf\xC3\xA9 \xE9");
+    // The URL KIO gives a listed folder: the list's URL and the folder's name. A KDirNotify signal about a device
+    // must name it exactly so, "(" and all, or Dolphin's views don't see which item it is.
+    QUrl listed = devicesUrl();
+    listed.setPath(listed.path() + QStringLiteral("STICK (sdb1)"));
+    CHECK(devicesUrl("STICK (sdb1)") == listed);
 }
