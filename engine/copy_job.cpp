@@ -1048,24 +1048,21 @@ JobPlan plan_job(const JobSpec &spec)
     }
     uint64_t needed = 0;
     const uint64_t unit = std::max<uint64_t>(4096, plan.device.allocation_unit);
+    const auto rounded = [unit](uint64_t bytes) { return (bytes + unit - 1) / unit * unit; };
     const std::optional<uint64_t> budget = fit_budget(spec, plan.device);
+    // What a name already taken costs in space depends on what the job will do with it, when that is known now:
+    // skipped, nothing; replaced, the difference, plus the largest such file once (old and new both stand until
+    // the new one takes the name). Asked file by file, it is counted in full.
+    const bool skip_taken = spec.conflict == ConflictPolicy::Skip && !spec.ask_conflict;
+    const bool replace_taken = spec.conflict == ConflictPolicy::Overwrite && !spec.ask_conflict;
+    uint64_t replace_peak = 0;
     for (ItemPlan &item : plan.items) {
         for (PlanEntry &e : item.entries) {
             check_against_device(item, e, spec, plan.device);
             // Rounded to what each file takes at least (a block, a FAT cluster); metadata is not counted, so this
             // catches the clear cases up front and ENOSPC mid-copy is still handled.
-            const uint64_t takes = (e.allocated + unit - 1) / unit * unit;
-            if (budget && e.kind == EntryKind::File && e.skip_reason.empty() && needed + takes > *budget) {
-                e.left_out = LeftOut::NoRoom;
-                e.skip_reason = "no room left on the device for it (what fits was copied)";
-            }
-            if (!e.skip_reason.empty()) {
-                plan.left_out.push_back(
-                    {join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
-                continue;
-            }
-            plan.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
-            if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume) {
+            uint64_t takes = rounded(e.allocated);
+            if (e.skip_reason.empty() && (e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume) {
                 // A folder onto a folder merges; a file or link onto any name in use is a conflict.
                 const std::string target = join(item.item.target_dir,
                                                 target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
@@ -1081,14 +1078,32 @@ JobPlan plan_job(const JobSpec &spec)
                     t.existing.size = uint64_t(st.st_size);
                     t.existing.mtime = st.st_mtim;
                     plan.taken.push_back(std::move(t));
+                    const uint64_t held = S_ISREG(st.st_mode) ? rounded(uint64_t(st.st_blocks) * 512) : 0;
+                    if (skip_taken) {
+                        takes = 0;
+                    } else if (replace_taken && S_ISREG(st.st_mode)) {
+                        replace_peak = std::max(replace_peak, takes);
+                        takes = takes > held ? takes - held : 0;
+                    }
                 }
             }
+            if (budget && e.kind == EntryKind::File && e.skip_reason.empty() && needed + takes > *budget) {
+                e.left_out = LeftOut::NoRoom;
+                e.skip_reason = "no room left on the device for it (what fits was copied)";
+            }
+            if (!e.skip_reason.empty()) {
+                plan.left_out.push_back(
+                    {join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
+                continue;
+            }
+            plan.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
             if (e.kind != EntryKind::File)
                 continue;
             plan.total_bytes += e.size;
             needed += takes;
         }
     }
+    needed += replace_peak;
     // Unknown free space (fusefat reports a size of 0) is never taken as full. A resumed copy finds much of itself
     // on the device already: it is not checked up front, and ENOSPC mid-copy says the same.
     if (plan.device.free_bytes && needed > *plan.device.free_bytes && !spec.resume)

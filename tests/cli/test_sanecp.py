@@ -181,6 +181,23 @@ def case_out_of_space_overwrite(t):
     check("--- big: old" in r.stdout, "the old file changed")
 
 
+def case_skip_existing_full(t):
+    """--skip-existing onto a device with room only for what is new: what is skipped needs no room, so the copy
+    goes ahead (it was refused as "not enough space" when every file was counted); --overwrite of the same is
+    still refused, as the old and the new file both stand until the new one takes the name."""
+    for name, size in (("a.bin", 5 << 20), ("c.bin", 1 << 20)):
+        with open(f"{t}/{name}", "wb") as f:
+            f.write(b"n" * size)
+    setup = 'head -c 5242880 /dev/zero | tr "\\0" o > "$FS/a.bin"'
+    r = in_small_fs("8m", setup, ["--skip-existing", f"{t}/a.bin", f"{t}/c.bin", "FS_DIR/"])
+    check(r.returncode == 0, f"--skip-existing exit {r.returncode}, want 0: {r.stderr!r}")
+    check(listing(r.stdout) == "a.bin\nc.bin\n", f"on the device: {listing(r.stdout)!r}")
+    check("--- a.bin: oooo" in r.stdout and "--- c.bin: nnnn" in r.stdout, "a.bin was touched, or c.bin is not the new one")
+    r = in_small_fs("8m", setup, ["--overwrite", f"{t}/a.bin", f"{t}/c.bin", "FS_DIR/"])
+    check(r.returncode == 1 and "space" in r.stderr, f"--overwrite exit {r.returncode}, want 1 for space: {r.stderr!r}")
+    check("--- a.bin: oooo" in r.stdout, "the old a.bin changed")
+
+
 def case_read_only_destination(t):
     with open(f"{t}/src", "w") as f:
         f.write("x")
