@@ -424,9 +424,11 @@ QString MainWindow::backgroundStatus() const
     }
     if (running == 0)
         return tr("SaneCopy: done");
-    return (running == 1 ? tr("SaneCopy: 1 copy, %2 % on the device") : tr("SaneCopy: %1 copies, %2 % on the device"))
-        .arg(running)
-        .arg(int(100 * durable / total));
+    const int percent = int(100 * durable / total);
+    // Two formats, each given exactly its own arguments: one .arg() too many would put the count where the
+    // percentage goes ("1 copy, 1 %" whatever the progress).
+    return running == 1 ? tr("SaneCopy: 1 copy, %1 % on the device").arg(percent)
+                        : tr("SaneCopy: %1 copies, %2 % on the device").arg(running).arg(percent);
 }
 
 void MainWindow::offerUnfinished()

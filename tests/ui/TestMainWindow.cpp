@@ -147,9 +147,10 @@ private Q_SLOTS:
         QDir(dir.path()).mkdir(QStringLiteral("out"));
         QFile f(dir.filePath(QStringLiteral("big.bin")));
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QByteArray(8 << 20, 'b'));
+        // Big enough to be durable in several steps (writeback windows), so a tooltip midway can be checked.
+        f.write(QByteArray(40 << 20, 'b'));
         f.close();
-        sanecopy::test::FaultSyscalls slow; // 256 KiB every 20 ms: about 0.7 s for the file
+        sanecopy::test::FaultSyscalls slow; // 256 KiB every 20 ms: about 3 s for the file
         slow.max_transfer = 256 * 1024;
         slow.data_delay = std::chrono::milliseconds(20);
         sanecopy::ScopedSyscalls seam(slow);
@@ -167,7 +168,22 @@ private Q_SLOTS:
         QVERIFY2(w.trayIcon()->toolTip().contains(QStringLiteral("1 copy, ")) &&
                      w.trayIcon()->toolTip().contains(QStringLiteral("% on the device")),
                  qPrintable(w.trayIcon()->toolTip()));
+        // The percentage follows the copy's bytes on the device (it once read "1 %", the count, all along): each
+        // progress update, after the tray's own handler (connected first), the tooltip and the fraction it shows.
+        QList<QPair<QString, double>> seen;
+        connect(w.model(), &JobModel::dataChanged, this, [&] {
+            seen.append({w.trayIcon()->toolTip(), w.model()->index(0).data(JobModel::DurableFractionRole).toDouble()});
+        });
         QVERIFY(done.wait(20000)); // the copy's end ends the background
+        bool midway = false;
+        for (const auto &[tip, fraction] : std::as_const(seen)) {
+            if (fraction < 0.2 || fraction > 0.9 || !tip.contains(QStringLiteral("1 copy, ")))
+                continue;
+            const int shown = tip.section(QStringLiteral("1 copy, "), 1).section(QLatin1Char(' '), 0, 0).toInt();
+            QVERIFY2(qAbs(shown - int(100 * fraction)) <= 2, qPrintable(tip));
+            midway = true;
+        }
+        QVERIFY2(midway, "no progress update between 20 % and 90 % was seen");
         QVERIFY(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool());
         QCOMPARE(w.backgroundStatus(), QStringLiteral("SaneCopy: done"));
     }
