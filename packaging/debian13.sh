@@ -39,7 +39,7 @@ packages=(
     qt6-base-dev qt6-svg-plugins fonts-dejavu-core extra-cmake-modules libkf6kio-dev libkf6i18n-dev libkf6dbusaddons-dev kio6 kded6 kde-cli-tools
     python3 util-linux mount e2fsprogs rsync procps dosfstools fusefat exfatprogs exfat-fuse fuse3
     desktop-file-utils appstream dpkg-dev file flatpak-builder
-    dolphin xvfb xauth x11-utils xdotool imagemagick dbus breeze-icon-theme
+    dolphin xvfb xauth x11-utils xdotool imagemagick dbus breeze-icon-theme stalonetray
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker.
 deb_test_packages=(kde-cli-tools)

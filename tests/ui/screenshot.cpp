@@ -7,6 +7,8 @@
 //   QT_QPA_PLATFORM=offscreen sanecopy-screenshot --states OUTDIR WORKDIR  (the window empty, the plan dialog, a
 //       conflict, a cancelled copy and two copies queued, each saved as OUTDIR/window-STATE.png; WORKDIR gets
 //       the files they need)
+//   sanecopy-screenshot --background OUT.png WORKDIR  (copying in the background: the tray icon and its tooltip;
+//       on an X display with a system tray, see tests/ui/test_background.py)
 // A developer tool, not part of the app: it drives the same MainWindow through its command-line entry point.
 #include "CommandLine.h"
 #include "MainWindow.h"
@@ -27,6 +29,9 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QScreen>
+#include <QSystemTrayIcon>
+#include <QToolTip>
 #include <QEventLoop>
 #include <QTimer>
 #include <cstdio>
@@ -127,6 +132,53 @@ int states(const QString &out, const QString &work)
     return ok ? 0 : 1;
 }
 
+// Copying in the background: the window closed into a system-tray icon whose tooltip carries the copy's bytes on
+// the device. Needs a real X display with a tray (Xvfb and stalonetray in tests/ui/test_background.py); the
+// whole screen is saved, the icon's own tooltip showing. Exit 77 when there is no tray.
+int background(const QString &out, const QString &work)
+{
+    if (!QSystemTrayIcon::isSystemTrayAvailable()) {
+        std::printf("SKIP: no system tray on this display\n");
+        return 77;
+    }
+    QDir(work).mkpath(QStringLiteral("dest"));
+    write(work + QStringLiteral("/Holiday video.mp4"), QByteArray(96 << 20, 'v'));
+    sanecopy::test::FaultSyscalls slow;
+    slow.max_transfer = 256 * 1024;
+    slow.data_delay = std::chrono::milliseconds(20);
+    sanecopy::ScopedSyscalls seam(slow);
+
+    SaneCopy::MainWindow window;
+    window.resize(900, 600);
+    window.show();
+    SaneCopy::CommandLine cmd;
+    cmd.files = {QFile::encodeName(work + QStringLiteral("/Holiday video.mp4"))};
+    cmd.destination = QFile::encodeName(work + QStringLiteral("/dest"));
+    window.applyCommandLine(cmd);
+    int rc = 1;
+    QTimer::singleShot(2500, &window, [&] { window.keepCopyingInBackground(); });
+    QTimer::singleShot(5000, &window, [&] {
+        QSystemTrayIcon *tray = window.trayIcon();
+        const QString tip = tray ? tray->toolTip() : QString();
+        std::printf("window %s, tray %s, tooltip: %s\n", window.isVisible() ? "shown" : "hidden",
+                    tray && tray->isVisible() ? "shown" : "missing", qPrintable(tip));
+        if (!tray || !tray->isVisible() || window.isVisible() || !tip.contains(QStringLiteral("on the device"))) {
+            QApplication::exit(1);
+            return;
+        }
+        // The tooltip a pointer resting on the icon shows.
+        QToolTip::showText(tray->geometry().bottomLeft() + QPoint(4, 4), tip);
+        QTimer::singleShot(800, &window, [&] {
+            const bool ok = QGuiApplication::primaryScreen()->grabWindow(0).save(out);
+            std::printf("%s %s\n", ok ? "saved" : "could not save", qPrintable(out));
+            rc = ok ? 0 : 1;
+            QApplication::exit(rc);
+        });
+    });
+    QApplication::exec();
+    return rc;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -135,6 +187,8 @@ int main(int argc, char **argv)
     const QStringList args = QApplication::arguments();
     if (args.size() == 4 && args.at(1) == QLatin1String("--states"))
         return states(args.at(2), args.at(3));
+    if (args.size() == 4 && args.at(1) == QLatin1String("--background"))
+        return background(args.at(2), args.at(3));
     if (args.size() == 3 && args.at(1) == QLatin1String("--unfinished")) {
         SaneCopy::MainWindow window;
         window.show();
