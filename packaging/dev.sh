@@ -37,8 +37,9 @@ packages=(
     python3 util-linux mount e2fsprogs rsync
     # A private session bus for the single-instance test.
     dbus
-    # Dolphin 22.12 under Xvfb for the "Safe Copy" place's test, and what drives and photographs it.
-    dolphin xvfb xauth x11-utils xdotool imagemagick
+    # Dolphin 22.12 under Xvfb for the "Safe Copy" place's test, and what drives and photographs it; an X tray
+    # for the background state's.
+    dolphin xvfb xauth x11-utils xdotool imagemagick trayer
     dosfstools fusefat exfatprogs exfat-fuse
 )
 

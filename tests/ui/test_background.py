@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Copying in the background, on a real X display with a system tray: Xvfb and stalonetray (an XEmbed tray, what
-Qt's tray icon falls back to without a StatusNotifier host). sanecopy-screenshot --background starts a slowed copy,
+"""Copying in the background, on a real X display with a system tray: Xvfb and stalonetray or trayer (XEmbed trays,
+what Qt's tray icon falls back to without a StatusNotifier host). sanecopy-screenshot --background starts a slowed copy,
 closes the window into the tray, checks the icon is there with the copy's bytes on the device in its tooltip, and
 saves the screen with that tooltip showing.
 
     test_background.py SCREENSHOT_PROGRAM OUT.png
-Exit 0 pass, 1 fail, 77 skip (no Xvfb or stalonetray), with the reason.
+Exit 0 pass, 1 fail, 77 skip (no Xvfb, or neither tray program), with the reason.
 """
 import os
 import shutil
@@ -20,10 +20,20 @@ DISPLAY = ":83"
 
 def main():
     program, out = sys.argv[1], sys.argv[2]
-    for tool, pkg in (("Xvfb", "xvfb"), ("stalonetray", "stalonetray"), ("xdpyinfo", "x11-utils")):
+    for tool, pkg in (("Xvfb", "xvfb"), ("xdpyinfo", "x11-utils")):
         if shutil.which(tool) is None:
             print(f"SKIP: {tool} not found (Debian: {pkg}); the background state is not shown here")
             return 77
+    # Either small XEmbed tray will do: stalonetray (Debian 13), trayer (Debian 12).
+    if shutil.which("stalonetray"):
+        tray = ["stalonetray", "--geometry", "4x1+8+8", "--icon-size", "32", "--background", "#e8e8e8",
+                "--grow-gravity", "W"]
+    elif shutil.which("trayer"):
+        tray = ["trayer", "--edge", "top", "--align", "left", "--widthtype", "pixel", "--width", "140",
+                "--heighttype", "pixel", "--height", "36", "--transparent", "false", "--tint", "0xe8e8e8"]
+    else:
+        print("SKIP: no X system tray program (Debian: stalonetray or trayer); the background state is not shown here")
+        return 77
     work = tempfile.mkdtemp(prefix="sanecopy-background-", dir="/var/tmp")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     procs = []
@@ -38,15 +48,13 @@ def main():
                    # No session bus: Qt's tray icon then embeds itself in the X tray instead of looking for a
                    # StatusNotifier host.
                    DBUS_SESSION_BUS_ADDRESS="unix:path=/nonexistent/sanecopy-test-bus")
-        procs.append(subprocess.Popen(["stalonetray", "--geometry", "4x1+8+8", "--icon-size", "32",
-                                       "--background", "#e8e8e8", "--grow-gravity", "W"], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(tray, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1)
         p = subprocess.run([program, "--background", out, work], env=env, capture_output=True, text=True,
                            timeout=120)
         print(p.stdout.strip())
         if p.returncode == 77:
-            print("FAIL: stalonetray runs, yet Qt found no system tray")
+            print(f"FAIL: {tray[0]} runs, yet Qt found no system tray")
             return 1
         if p.returncode != 0:
             print(f"FAIL: exit {p.returncode}: {p.stderr.strip()[-500:]}")
