@@ -171,4 +171,12 @@ struct FaultSyscalls : Syscalls {
     }
 };
 
+// A copy held to about 12 MiB/s (256 KiB every 20 ms): slow enough for a window test or a screenshot to catch it
+// running, pause it, or kill the process mid-file.
+inline void slow_to_watch(FaultSyscalls &fs)
+{
+    fs.max_transfer = 256 * 1024;
+    fs.data_delay = std::chrono::milliseconds(20);
+}
+
 } // namespace sanecopy::test

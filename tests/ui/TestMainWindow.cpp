@@ -151,8 +151,7 @@ private Q_SLOTS:
         f.write(QByteArray(40 << 20, 'b'));
         f.close();
         sanecopy::test::FaultSyscalls slow; // 256 KiB every 20 ms: about 3 s for the file
-        slow.max_transfer = 256 * 1024;
-        slow.data_delay = std::chrono::milliseconds(20);
+        sanecopy::test::slow_to_watch(slow);
         sanecopy::ScopedSyscalls seam(slow);
         MainWindow w;
         w.show();

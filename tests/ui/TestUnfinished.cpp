@@ -103,8 +103,7 @@ int childCopy(int argc, char **argv)
 {
     QApplication app(argc, argv);
     sanecopy::test::FaultSyscalls slow;
-    slow.max_transfer = 256 * 1024;
-    slow.data_delay = std::chrono::milliseconds(20);
+    sanecopy::test::slow_to_watch(slow);
     sanecopy::ScopedSyscalls seam(slow);
     MainWindow window;
     window.show();
@@ -266,8 +265,7 @@ private Q_SLOTS:
     void closingWithACopyRunningAsksAndStopsToFinishLater()
     {
         sanecopy::test::FaultSyscalls slow;
-        slow.max_transfer = 256 * 1024;
-        slow.data_delay = std::chrono::milliseconds(20);
+        sanecopy::test::slow_to_watch(slow);
         sanecopy::ScopedSyscalls seam(slow);
         {
             MainWindow w;

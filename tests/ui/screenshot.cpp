@@ -67,8 +67,7 @@ int states(const QString &out, const QString &work)
     write(work + QStringLiteral("/src/video.mp4"), QByteArray(64 << 20, 'v'));
     ::mkfifo(QFile::encodeName(work + QStringLiteral("/src/Holiday photos/pipe")).constData(), 0644);
     sanecopy::test::FaultSyscalls slow;
-    slow.max_transfer = 256 * 1024;
-    slow.data_delay = std::chrono::milliseconds(20);
+    sanecopy::test::slow_to_watch(slow);
     sanecopy::ScopedSyscalls seam(slow);
 
     SaneCopy::MainWindow window;
@@ -144,8 +143,7 @@ int background(const QString &out, const QString &work)
     QDir(work).mkpath(QStringLiteral("dest"));
     write(work + QStringLiteral("/Holiday video.mp4"), QByteArray(96 << 20, 'v'));
     sanecopy::test::FaultSyscalls slow;
-    slow.max_transfer = 256 * 1024;
-    slow.data_delay = std::chrono::milliseconds(20);
+    sanecopy::test::slow_to_watch(slow);
     sanecopy::ScopedSyscalls seam(slow);
 
     SaneCopy::MainWindow window;
