@@ -441,8 +441,30 @@ class SessionBus:
     def __init__(self, user=()):
         self.user = list(user)
 
+    # No service activation: with the system's service files, the first call to org.kde.kded5 (even this test's
+    # own "is it loaded yet?") could start a second kded from the bus, without this test's plugin path, and the
+    # kded this test started would then see the name taken and quietly exit.
+    CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
     def __enter__(self):
-        self.proc = subprocess.Popen(self.user + ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+        fd, self.config = tempfile.mkstemp(prefix="sanecopy-bus-", suffix=".conf")
+        with os.fdopen(fd, "w") as f:
+            f.write(self.CONFIG)
+        os.chmod(self.config, 0o644)
+        self.proc = subprocess.Popen(self.user + ["dbus-daemon", f"--config-file={self.config}", "--nofork",
+                                                  "--print-address=1"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.address = self.proc.stdout.readline().strip()
         check(self.address.startswith("unix:"), f"dbus-daemon said {self.address!r}")
@@ -451,6 +473,7 @@ class SessionBus:
     def __exit__(self, *exc):
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        os.unlink(self.config)
         return False
 
 
@@ -496,7 +519,18 @@ def case_devices_follow(work):
             loaded = lambda: "sanecopydevices" in subprocess.run(  # noqa: E731
                 ["dbus-send", "--session", "--print-reply", f"--dest=org.kde.{kded}", "/kded",
                  f"org.kde.{kded}.loadedModules"], env=env, capture_output=True, text=True).stdout
-            check(wait_for(loaded, 90), f"{kded} did not load the module within 90 s")
+            if not wait_for(loaded, 90):
+                # What kded is doing, for whoever reads the failure.
+                kded_log.flush()
+                with open(kded_log.name, errors="replace") as f:
+                    said = f.read()[-2000:]
+                state = (f"exited {daemon.returncode}" if daemon.poll() is not None
+                         else open(f"/proc/{daemon.pid}/wchan").read()) + f"; it said: {said}"
+                trace = ""
+                if daemon.poll() is None and shutil.which("gdb"):
+                    trace = subprocess.run(["gdb", "-batch", "-p", str(daemon.pid), "-ex", "thread apply all bt 12"],
+                                           capture_output=True, text=True, timeout=60).stdout[-3000:]
+                raise Failure(f"{kded} did not load the module within 90 s ({state}):\n{trace}")
             print(f"{kded} loaded the module after {time.monotonic() - start:.1f} s")
 
             lister = subprocess.Popen([DIRLISTER, "sanecopy://devices/"], env=env, stdin=subprocess.PIPE,
