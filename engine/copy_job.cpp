@@ -220,9 +220,10 @@ private:
     bool move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root);
     void remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source);
     void remove_moved_dirs(ItemWalk &walk);
-    bool already_there(const FileTask &task, const ExistingTarget &existing);
+    bool already_there(const FileTask &task, const ExistingTarget &existing, const std::string &name);
     bool published_before(const FileTask &task, const ExistingTarget &existing) const;
-    bool same_link(const FileTask &where, const std::string &target) const;
+    bool same_link(const FileTask &where, const std::string &target, const std::string &name) const;
+    std::optional<std::string> kept_both_before(const FileTask &task, const std::string *link_target);
     bool hash_source(const FileTask &task, std::optional<Sha256Digest> &digest);
 
     // Files.
@@ -599,10 +600,19 @@ void JobRunner::copy_symlink(const FileTask &where)
     existing.exists = !where.target_free &&
                       sys().fstatat(where.dst_dir->get(), where.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     existing.is_dir = existing.exists && S_ISDIR(st.st_mode);
-    if (spec_.resume && existing.exists && S_ISLNK(st.st_mode) && same_link(where, target)) {
+    // A link of the same text is the one an interrupted run published; for a move, as for a file of the same
+    // bytes, even without resume.
+    std::optional<std::string> there;
+    if ((spec_.resume || spec_.move) && existing.exists) {
+        if (S_ISLNK(st.st_mode) && same_link(where, target, where.dst_name))
+            there = where.dst_name;
+        else
+            there = kept_both_before(where, &target);
+    }
+    if (there) {
         if (spec_.move)
             remove_source(where.src_dir, where.src_name, where.source);
-        return report_done(where.source, where.dst_display + "/" + where.dst_name, 0,
+        return report_done(where.source, where.dst_display + "/" + *there, 0,
                            "already on the device from the interrupted copy");
     }
     // Links are not worth a question: the job's policy decides.
@@ -634,7 +644,7 @@ bool JobRunner::settle_conflict(FileTask &task)
     if (!task.target_free &&
         sys().fstatat(task.dst_dir->get(), task.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
         existing = {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
-    if (spec_.move && already_there(task, existing)) {
+    if (spec_.move && already_there(task, existing, task.dst_name)) {
         count_unmoved(task.entry.size);
         remove_source(task.src_dir, task.src_name, task.source);
         report_done(task.source, task.dst_display + "/" + task.dst_name, task.entry.size,
@@ -649,6 +659,22 @@ bool JobRunner::settle_conflict(FileTask &task)
         report_done(task.source, task.dst_display + "/" + task.dst_name, task.entry.size,
                     "already on the device from the interrupted copy", digest);
         return false;
+    }
+    // A move checks the bytes and needs no resume, as under the real name above.
+    if ((spec_.resume || spec_.move) && existing.exists) {
+        if (std::optional<std::string> kept = kept_both_before(task, nullptr)) {
+            std::optional<Sha256Digest> digest;
+            if (!spec_.move && hashes() && !hash_source(task, digest))
+                return false;
+            count_unmoved(task.entry.size);
+            if (spec_.move)
+                remove_source(task.src_dir, task.src_name, task.source);
+            report_done(task.source, task.dst_display + "/" + *kept, task.entry.size,
+                        spec_.move ? "already on the device with the same bytes; the source was removed"
+                                   : "already on the device from the interrupted copy",
+                        digest);
+            return false;
+        }
     }
     std::optional<ConflictAnswer> answer;
     if (existing.exists && spec_.ask_conflict) {
@@ -953,22 +979,22 @@ void JobRunner::remove_moved_dirs(ItemWalk &walk)
 
 // A move interrupted after publishing a file and before removing its source leaves both: the same size and the
 // same bytes at the target mean it is there already.
-bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existing)
+bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existing, const std::string &name)
 {
     if (!existing.exists || existing.is_dir || existing.size != task.entry.size)
         return false;
     auto open_at = [](const SharedDirFd &dir, const std::string &name) {
         return UniqueFd(sys().openat(dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0));
     };
-    UniqueFd a = open_at(task.src_dir, task.src_name), b = open_at(task.dst_dir, task.dst_name);
+    UniqueFd a = open_at(task.src_dir, task.src_name), b = open_at(task.dst_dir, name);
     return a && b && same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict);
 }
 
 // JobSpec::resume: a link the interrupted run published points where the source does.
-bool JobRunner::same_link(const FileTask &where, const std::string &target) const
+bool JobRunner::same_link(const FileTask &where, const std::string &target, const std::string &name) const
 {
     std::string there(target.size() + 1, '\0');
-    const ssize_t n = sys().readlinkat(where.dst_dir->get(), where.dst_name.c_str(), there.data(), there.size());
+    const ssize_t n = sys().readlinkat(where.dst_dir->get(), name.c_str(), there.data(), there.size());
     return n >= 0 && size_t(n) == target.size() && there.compare(0, target.size(), target) == 0;
 }
 
@@ -982,6 +1008,30 @@ bool JobRunner::published_before(const FileTask &task, const ExistingTarget &exi
     const auto ns = [](const struct timespec &t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
     const int64_t diff = ns(existing.mtime) - ns(task.entry.mtime);
     return (diff < 0 ? -diff : diff) < device_.limits.mtime_window_ns;
+}
+
+// JobSpec::resume where the target name was taken: under "keep both" (the policy, or the user's answer) the
+// interrupted run published this item as "name (1)" beside what was there. Without this a resumed copy would
+// keep both once more, as "name (2)". The alternatives are looked at in the order the publishing rename tries
+// them, up to the first free one (the run got no further), with the test the real name gets: the quick check
+// for a copy, the bytes for a move, the link's text for a link (|link_target|).
+std::optional<std::string> JobRunner::kept_both_before(const FileTask &task, const std::string *link_target)
+{
+    if (spec_.conflict != ConflictPolicy::Rename && !spec_.ask_conflict)
+        return std::nullopt; // nothing but "keep both" makes a second name
+    for (unsigned n = 1; n < 10000; ++n) {
+        std::string alt = alternative_name(task.dst_name, n);
+        struct stat st {};
+        if (sys().fstatat(task.dst_dir->get(), alt.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return std::nullopt;
+        const ExistingTarget there{true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
+        const bool same = link_target ? S_ISLNK(st.st_mode) && same_link(task, *link_target, alt)
+                          : spec_.move ? S_ISREG(st.st_mode) && already_there(task, there, alt)
+                                       : S_ISREG(st.st_mode) && published_before(task, there);
+        if (same)
+            return alt;
+    }
+    return std::nullopt;
 }
 
 // The digest of a file this job does not copy (JobSpec::resume), for the manifest: read from the source.

@@ -250,3 +250,96 @@ TEST_CASE("resume: a queue going away interrupts its jobs, and their part files 
     CHECK(job->wait().cancelled);
     CHECK(exists(t / ".copy.part"));
 }
+
+namespace {
+
+// What the user's folder held before the copy: an older version under each name the tree uses (other bytes,
+// other sizes, a minute older) and a link that points elsewhere.
+void make_older_versions(const std::string &dst)
+{
+    REQUIRE(::mkdir(dst.c_str(), 0755) == 0);
+    REQUIRE(::mkdir((dst + "/sub").c_str(), 0755) == 0);
+    std::vector<std::string> names{"big0", "big1", "sub/s0", "sub/s5"};
+    for (int i = 0; i < 12; ++i)
+        names.push_back("a" + std::to_string(i));
+    for (const std::string &name : names) {
+        write_pattern_file(dst + "/" + name, 1000, 99);
+        struct timespec times[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 60, 0}};
+        REQUIRE(::utimensat(AT_FDCWD, (dst + "/" + name).c_str(), times, 0) == 0);
+    }
+    REQUIRE(::symlink("elsewhere", (dst + "/link").c_str()) == 0);
+}
+
+bool has_second_copy(const std::string &tree)
+{
+    return tree.find(" (2)") != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("resume: what the interrupted run kept beside an older version is found under its new name")
+{
+    TempDir t;
+    make_tree(t / "src");
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    make_older_versions(t / "out/src");
+    JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out", ConflictPolicy::Rename));
+    {
+        FaultSyscalls fs;
+        slow_down(fs);
+        ScopedSyscalls seam(fs);
+        REQUIRE(run_until(spec, fs, 8 * MiB, &JobControl::interrupt).summary.cancelled);
+    }
+    INFO(list_tree(t / "out"));
+    REQUIRE(exists(t / "out/src/big0 (1)"));
+    REQUIRE(exists(t / "out/src/a0 (1)"));
+    REQUIRE(exists(t / "out/src/.big1.part"));
+
+    spec.resume = true;
+    JobRun again = run_job(spec);
+    REQUIRE(again.summary.ok());
+    const std::string tree = list_tree(t / "out");
+    INFO(tree);
+    CHECK_FALSE(has_second_copy(tree));
+    // big0 and the small files the first run published.
+    CHECK(count_note(again, "already on the device from the interrupted copy") >= 13);
+    for (const char *name : {"big0", "big1", "a0", "a11", "sub/s0", "sub/s5"}) {
+        const std::string n = name;
+        CHECK(same_bytes(t / ("src/" + n), t / ("out/src/" + n + " (1)")));
+        CHECK(file_size(t / ("out/src/" + n)) == 1000); // the older version is untouched
+    }
+    CHECK(same_bytes(t / "src/sub/s3", t / "out/src/sub/s3")); // a free name stays free of " (1)"
+    char link[64] = {};
+    CHECK(::readlink((t / "out/src/link (1)").c_str(), link, sizeof link - 1) == 4);
+    CHECK(std::string(link) == "big0");
+}
+
+TEST_CASE("resume: a rerun after a copy that kept both finds every copy, and so does a move")
+{
+    TempDir t;
+    make_tree(t / "src");
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    make_older_versions(t / "out/src");
+    // Also the state a move killed between publishing and removing its sources leaves: both sides complete.
+    REQUIRE(run_job(spec_of({t / "src"}, t / "out", ConflictPolicy::Rename)).summary.ok());
+    JobSpec spec = spec_of({t / "src"}, t / "out", ConflictPolicy::Rename);
+    std::string note;
+    SECTION("resume")
+    {
+        spec.resume = true;
+        note = "already on the device from the interrupted copy";
+    }
+    SECTION("move")
+    {
+        spec.move = true;
+        note = "already on the device with the same bytes";
+    }
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.ok());
+    const std::string tree = list_tree(t / "out");
+    INFO(tree);
+    CHECK_FALSE(has_second_copy(tree));
+    CHECK(count_note(run, note) >= 16); // every file that met an older version; the link has no bytes to count
+    CHECK(exists(t / "src/big0") == !spec.move);
+    CHECK(exists(t / "src/link") == !spec.move);
+}
