@@ -1123,6 +1123,7 @@ JobPlan plan_job(const JobSpec &spec)
                     t.target = target;
                     t.source_size = e.size;
                     t.source_mtime = e.mtime;
+                    t.is_link = e.kind == EntryKind::Symlink;
                     t.existing.exists = true;
                     t.existing.is_dir = S_ISDIR(st.st_mode);
                     t.existing.size = uint64_t(st.st_size);

@@ -132,6 +132,7 @@ struct JobPlan {
         std::string target;
         uint64_t source_size = 0;
         struct timespec source_mtime {};
+        bool is_link = false; // a link's size is not counted in JobPlan::total_bytes
         ExistingTarget existing;
     };
     std::vector<TakenTarget> taken;

@@ -250,6 +250,45 @@ void EngineBridge::discardAsync(quint64 requestId, const Options &options)
     }).detach();
 }
 
+namespace {
+// The space line of |plan| and, without room for everything, what "copy what fits" would copy: the same plan,
+// fitted (a second walk). With |skipping|, the plan's names taken are files the job will leave alone: they
+// are not counted as copied.
+PlanSummary::Room roomOf(const sanecopy::JobSpec &spec, const sanecopy::JobPlan &plan, bool skipping)
+{
+    uint64_t skippedFiles = 0, skippedBytes = 0;
+    for (const auto &t : skipping ? plan.taken : std::vector<sanecopy::JobPlan::TakenTarget>()) {
+        ++skippedFiles;
+        skippedBytes += t.is_link ? 0 : t.source_size;
+    }
+    const auto less = [](uint64_t all, uint64_t some) { return qint64(all - std::min(all, some)); };
+    PlanSummary::Room room;
+    room.files = less(plan.files, skippedFiles);
+    if (plan.space.ok())
+        return room;
+    room.problem = QString::fromStdString(plan.space.message());
+    sanecopy::JobSpec fit = spec;
+    fit.fit_to_space = true;
+    const sanecopy::JobPlan fitted = sanecopy::plan_job(fit);
+    room.fitFiles = less(fitted.files, skippedFiles);
+    room.fitBytes = less(fitted.total_bytes, skippedBytes);
+    return room;
+}
+} // namespace
+
+const PlanSummary::Room &PlanSummary::roomFor(int policy) const
+{
+    return policy == int(sanecopy::ConflictPolicy::Skip)        ? roomIfSkipped
+           : policy == int(sanecopy::ConflictPolicy::Overwrite) ? roomIfReplaced
+                                                                : room;
+}
+
+QStringList PlanSummary::problemsFor(int policy) const
+{
+    const Room &r = roomFor(policy);
+    return r.problem.isEmpty() ? problems : QStringList{r.problem} + problems;
+}
+
 void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const QByteArray &destination)
 {
     sanecopy::JobSpec spec;
@@ -261,8 +300,10 @@ void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const Q
     std::thread([guard, requestId, spec] {
         const sanecopy::JobPlan plan = sanecopy::plan_job(spec);
         PlanSummary summary;
-        for (const std::string &line : plan.problems())
-            summary.problems << qs(line);
+        for (const sanecopy::Status &s : plan.errors)
+            summary.problems << qs(s.message());
+        for (const auto &entry : plan.left_out)
+            summary.problems << qs(entry.path + ": " + entry.why);
         summary.totalBytes = qint64(plan.total_bytes);
         summary.files = qint64(plan.files);
         summary.mountPoint = qs(plan.device.mount_point);
@@ -286,13 +327,19 @@ void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const Q
             taken.targetIsDir = t.existing.is_dir;
             summary.taken.append(taken);
         }
-        if (!plan.space.ok()) {
-            // What "copy what fits" would copy: the same plan, fitted (a second walk, still off the GUI thread).
-            sanecopy::JobSpec fit = spec;
-            fit.fit_to_space = true;
-            const sanecopy::JobPlan fitted = sanecopy::plan_job(fit);
-            summary.fitFiles = qint64(fitted.files);
-            summary.fitBytes = qint64(fitted.total_bytes);
+        summary.room = roomOf(spec, plan, false);
+        summary.roomIfSkipped = summary.roomIfReplaced = summary.room;
+        if (!plan.taken.empty()) {
+            // The job plans again with the user's choice; so does this, for each choice the dialog offers, with
+            // the same function, so what the dialog says is what the job will find. Walks again, off the GUI
+            // thread, only when names are taken.
+            for (auto [policy, room] : {std::pair{sanecopy::ConflictPolicy::Skip, &summary.roomIfSkipped},
+                                        std::pair{sanecopy::ConflictPolicy::Overwrite, &summary.roomIfReplaced}}) {
+                sanecopy::JobSpec choice = spec;
+                choice.conflict = policy;
+                const sanecopy::JobPlan planned = sanecopy::plan_job(choice);
+                *room = roomOf(choice, planned, policy == sanecopy::ConflictPolicy::Skip);
+            }
         }
         // The application object outlives this thread; the bridge may not, hence the guard checked over there.
         QMetaObject::invokeMethod(

@@ -558,7 +558,7 @@ void MainWindow::onPlanned(quint64 requestId, const PlanSummary &plan)
     PendingCopy copy = planning_.take(requestId);
     updateHint();
     // A resumed copy's problems were shown when it was first queued; much of it is on the device already.
-    if (copy.options.resume || (plan.problems.isEmpty() && plan.taken.isEmpty())) {
+    if (copy.options.resume || (plan.problemsFor(-1).isEmpty() && plan.taken.isEmpty())) {
         queueCopy(copy, plan);
         return;
     }
@@ -572,7 +572,7 @@ void MainWindow::onPlanned(quint64 requestId, const PlanSummary &plan)
         case PlanDialog::Choice::Copy:
         case PlanDialog::Choice::CopyWithSafeNames:
             copy.options.renameInvalid = dialog->choice() == PlanDialog::Choice::CopyWithSafeNames;
-            copy.options.fitToSpace = plan.fitFiles >= 0;
+            copy.options.fitToSpace = dialog->room().fitFiles >= 0;
             // One answer for every name already taken; "ask for each" leaves the questions to come file by file.
             if (!dialog->askForEach()) {
                 copy.options.conflict = dialog->conflictPolicy();
@@ -589,7 +589,7 @@ void MainWindow::onPlanned(quint64 requestId, const PlanSummary &plan)
         }
     });
     dialog->open();
-    Q_EMIT problemsShown(plan.problems);
+    Q_EMIT problemsShown(dialog->problems());
 }
 
 void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)

@@ -42,46 +42,28 @@ QString newer(const PlanSummary::Taken &t)
 }
 } // namespace
 
-PlanDialog::PlanDialog(const PlanSummary &plan, const QString &destination, QWidget *parent) : QDialog(parent)
+PlanDialog::PlanDialog(const PlanSummary &plan, const QString &destination, QWidget *parent)
+    : QDialog(parent), plan_(plan), destination_(destination)
 {
     setWindowTitle(tr("Before copying"));
     auto *layout = new QVBoxLayout(this);
 
-    const bool noRoom = plan.fitFiles >= 0;
-    const qint64 going = noRoom ? plan.fitFiles : plan.files;
-    const bool problems = !plan.problems.isEmpty();
-
     auto *head = new QHBoxLayout;
-    auto *icon = new QLabel(this);
-    icon->setPixmap(style()->standardIcon(problems ? QStyle::SP_MessageBoxWarning : QStyle::SP_MessageBoxQuestion)
-                        .pixmap(32, 32));
-    icon->setAlignment(Qt::AlignTop);
-    head->addWidget(icon);
-    auto *headline = new QLabel(this);
-    headline->setObjectName(QStringLiteral("headline"));
-    headline->setWordWrap(true);
-    QString text;
-    if (problems)
-        text = going > 0 || plan.badNames > 0 ? tr("Some of this can't be copied to %1.").arg(destination)
-                                              : tr("Nothing of this can be copied to %1.").arg(destination);
-    else
-        text = plan.taken.size() == 1 ? tr("One file of this copy is already on %1.").arg(destination)
-                                      : tr("%1 files of this copy are already on %2.").arg(plan.taken.size()).arg(destination);
-    headline->setText(QStringLiteral("<b>%1</b>").arg(text.toHtmlEscaped()));
-    head->addWidget(headline, 1);
+    icon_ = new QLabel(this);
+    icon_->setAlignment(Qt::AlignTop);
+    head->addWidget(icon_);
+    headline_ = new QLabel(this);
+    headline_->setObjectName(QStringLiteral("headline"));
+    headline_->setWordWrap(true);
+    head->addWidget(headline_, 1);
     layout->addLayout(head);
 
-    if (problems) {
-        // The whole list, selectable: a user may want to paste it somewhere, or read all 300 lines.
-        auto *list = new QPlainTextEdit(plan.problems.join(QLatin1Char('\n')), this);
-        list->setObjectName(QStringLiteral("problems"));
-        list->setReadOnly(true);
-        list->setLineWrapMode(QPlainTextEdit::NoWrap);
-        // As tall as the list, up to 8 lines; the rest scrolls.
-        const int lines = int(qMin<qsizetype>(plan.problems.size(), 8));
-        list->setFixedHeight(list->fontMetrics().lineSpacing() * lines + 2 * list->frameWidth() + 12);
-        layout->addWidget(list);
-    }
+    // The whole list, selectable: a user may want to paste it somewhere, or read all 300 lines.
+    problemList_ = new QPlainTextEdit(this);
+    problemList_->setObjectName(QStringLiteral("problems"));
+    problemList_->setReadOnly(true);
+    problemList_->setLineWrapMode(QPlainTextEdit::NoWrap);
+    layout->addWidget(problemList_);
 
     if (!plan.taken.isEmpty()) {
         auto *label = new QLabel(tr("Already there (%1):").arg(plan.taken.size()), this);
@@ -118,40 +100,75 @@ PlanDialog::PlanDialog(const PlanSummary &plan, const QString &destination, QWid
         takenChoice_->addItem(tr("Keep both (copy under a new name)"), int(sanecopy::ConflictPolicy::Rename));
         form->addRow(tr("&Files already there:"), takenChoice_);
         layout->addLayout(form);
+        connect(takenChoice_, &QComboBox::currentIndexChanged, this, &PlanDialog::showChoice);
     }
 
     // Each button copies what its label says: without room for everything, the files that fit, in order.
     buttons_ = new QDialogButtonBox(this);
-    QPushButton *go = nullptr;
-    if (going > 0) {
-        const QString label = noRoom ? tr("Copy What Fits (%1 of the files, %2)").arg(plan.fitFiles).arg(formatBytes(double(plan.fitBytes)))
-                              : problems ? tr("Copy the Rest (%1 files)").arg(plan.files)
-                                         : tr("Copy (%1 files)").arg(plan.files);
-        go = buttons_->addButton(label, QDialogButtonBox::AcceptRole);
-        connect(go, &QPushButton::clicked, this, [this] { choice_ = Choice::Copy; accept(); });
-    }
+    go_ = buttons_->addButton(QString(), QDialogButtonBox::AcceptRole);
+    connect(go_, &QPushButton::clicked, this, [this] { choice_ = Choice::Copy; accept(); });
     // Names FAT/exFAT refuse can still go, under a safe name ('_' for what the filesystem can't store).
-    QPushButton *rename = nullptr;
-    if (plan.badNames > 0 && !noRoom) {
-        rename = buttons_->addButton(tr("Copy with Safe Names"), QDialogButtonBox::AcceptRole);
-        connect(rename, &QPushButton::clicked, this, [this] { choice_ = Choice::CopyWithSafeNames; accept(); });
-    }
-    QPushButton *elsewhere = buttons_->addButton(tr("Choose Another Destination"), QDialogButtonBox::ResetRole);
-    connect(elsewhere, &QPushButton::clicked, this, [this] { choice_ = Choice::Elsewhere; accept(); });
+    safeNames_ = buttons_->addButton(tr("Copy with Safe Names"), QDialogButtonBox::AcceptRole);
+    connect(safeNames_, &QPushButton::clicked, this, [this] { choice_ = Choice::CopyWithSafeNames; accept(); });
+    elsewhere_ = buttons_->addButton(tr("Choose Another Destination"), QDialogButtonBox::ResetRole);
+    connect(elsewhere_, &QPushButton::clicked, this, [this] { choice_ = Choice::Elsewhere; accept(); });
     QPushButton *cancel = buttons_->addButton(QDialogButtonBox::Cancel);
     connect(cancel, &QPushButton::clicked, this, &QDialog::reject);
-    QPushButton *preferred = go ? go : rename ? rename : elsewhere;
-    preferred->setDefault(true);
-    preferred->setFocus();
     layout->addWidget(buttons_);
+    showChoice();
+    (go_->isVisibleTo(this) ? go_ : safeNames_->isVisibleTo(this) ? safeNames_ : elsewhere_)->setFocus();
     resize(plan.taken.isEmpty() ? 560 : 760, plan.taken.isEmpty() ? 260 : 420);
 }
 
-bool PlanDialog::askForEach() const { return !takenChoice_ || takenChoice_->currentData().toInt() == kAsk; }
+void PlanDialog::showChoice()
+{
+    const PlanSummary::Room &room = this->room();
+    const QStringList problems = this->problems();
+    const bool noRoom = room.fitFiles >= 0;
+    const qint64 going = noRoom ? room.fitFiles : room.files;
+    const bool skipping = choicePolicy() == int(sanecopy::ConflictPolicy::Skip);
+
+    icon_->setPixmap(style()->standardIcon(problems.isEmpty() ? QStyle::SP_MessageBoxQuestion : QStyle::SP_MessageBoxWarning)
+                         .pixmap(32, 32));
+    QString text;
+    if (!problems.isEmpty())
+        text = going > 0 || plan_.badNames > 0 ? tr("Some of this can't be copied to %1.").arg(destination_)
+                                               : tr("Nothing of this can be copied to %1.").arg(destination_);
+    else if (skipping && going == 0)
+        text = tr("All of this is already on %1: nothing is left to copy.").arg(destination_);
+    else
+        text = plan_.taken.size() == 1 ? tr("One file of this copy is already on %1.").arg(destination_)
+                                       : tr("%1 files of this copy are already on %2.").arg(plan_.taken.size()).arg(destination_);
+    headline_->setText(QStringLiteral("<b>%1</b>").arg(text.toHtmlEscaped()));
+
+    problemList_->setPlainText(problems.join(QLatin1Char('\n')));
+    problemList_->setVisible(!problems.isEmpty());
+    // As tall as the list, up to 8 lines; the rest scrolls.
+    const int lines = int(qBound(qsizetype(1), problems.size(), qsizetype(8)));
+    problemList_->setFixedHeight(problemList_->fontMetrics().lineSpacing() * lines + 2 * problemList_->frameWidth() + 12);
+
+    const QString files = going == 1 ? tr("1 file") : tr("%1 files").arg(going);
+    go_->setText(noRoom      ? tr("Copy What Fits (%1 of the files, %2)").arg(room.fitFiles).arg(formatBytes(double(room.fitBytes)))
+                 : !problems.isEmpty() ? tr("Copy the Rest (%1)").arg(files)
+                                       : tr("Copy (%1)").arg(files));
+    go_->setVisible(going > 0);
+    safeNames_->setVisible(plan_.badNames > 0 && !noRoom);
+    QPushButton *preferred = going > 0 ? go_ : safeNames_->isVisibleTo(this) ? safeNames_ : elsewhere_;
+    for (QPushButton *b : {go_, safeNames_, elsewhere_})
+        b->setDefault(b == preferred);
+}
+
+int PlanDialog::choicePolicy() const { return takenChoice_ ? takenChoice_->currentData().toInt() : kAsk; }
+
+const PlanSummary::Room &PlanDialog::room() const { return plan_.roomFor(choicePolicy()); }
+
+QStringList PlanDialog::problems() const { return plan_.problemsFor(choicePolicy()); }
+
+bool PlanDialog::askForEach() const { return choicePolicy() == kAsk; }
 
 int PlanDialog::conflictPolicy() const
 {
-    return askForEach() ? int(sanecopy::ConflictPolicy::Refuse) : takenChoice_->currentData().toInt();
+    return askForEach() ? int(sanecopy::ConflictPolicy::Refuse) : choicePolicy();
 }
 
 QList<QAbstractButton *> PlanDialog::buttons() const { return buttons_->buttons(); }

@@ -13,6 +13,8 @@
 class QAbstractButton;
 class QComboBox;
 class QDialogButtonBox;
+class QLabel;
+class QPlainTextEdit;
 class QPushButton;
 class QTreeWidget;
 
@@ -31,13 +33,31 @@ public:
     bool askForEach() const;
     int conflictPolicy() const;
 
+    // What the choice for the names taken leaves: the space line, and what "copy what fits" copies.
+    const PlanSummary::Room &room() const;
+    // The problems as the dialog shows them now.
+    QStringList problems() const;
+
     QList<QAbstractButton *> buttons() const;
     QTreeWidget *takenList() const { return taken_; }
     QComboBox *takenChoice() const { return takenChoice_; }
 
 private:
+    int choicePolicy() const;
+    // Headline, problems and buttons for the choice made for the names taken: skipping them may leave room
+    // for everything, replacing them may not.
+    void showChoice();
+
+    const PlanSummary plan_;
+    const QString destination_;
     Choice choice_ = Choice::None;
+    QLabel *icon_;
+    QLabel *headline_;
+    QPlainTextEdit *problemList_;
     QDialogButtonBox *buttons_;
+    QPushButton *go_;
+    QPushButton *safeNames_;
+    QPushButton *elsewhere_;
     QTreeWidget *taken_ = nullptr;
     QComboBox *takenChoice_ = nullptr;
 };

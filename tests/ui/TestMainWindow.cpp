@@ -316,6 +316,70 @@ private Q_SLOTS:
         QVERIFY(w.sourceArea()->sources().isEmpty()); // queued: the list is free again
     }
 
+    void theSpaceLineFollowsTheChoiceForNamesTaken()
+    {
+        if (::geteuid() != 0)
+            QSKIP("SKIP: needs root to mount a small tmpfs in a private mount namespace");
+        QVERIFY(::unshare(CLONE_NEWNS) == 0);
+        QVERIFY(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0);
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir d(dir.path());
+        QVERIFY(d.mkpath(QStringLiteral("stick")) && d.mkpath(QStringLiteral("src")));
+        const QByteArray stick = QFile::encodeName(d.filePath(QStringLiteral("stick")));
+        QVERIFY(::mount("sanecopy-test", stick.constData(), "tmpfs", 0, "size=8m") == 0);
+        auto unmount = qScopeGuard([&] { ::umount2(stick.constData(), MNT_DETACH); });
+        auto write = [&](const QString &name, qint64 size, char fill) {
+            QFile f(d.filePath(name));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray(size, fill));
+        };
+        // An update of a 5 MiB file already on an 8 MiB stick, and a new 1 MiB file: in full it needs 6 MiB of
+        // the 3 free; skipping the old one, 1 MiB; replacing it, both 5 MiB files for a moment.
+        write(QStringLiteral("stick/film.mkv"), 5 << 20, 'o');
+        write(QStringLiteral("src/film.mkv"), 5 << 20, 'n');
+        write(QStringLiteral("src/notes.txt"), 1 << 20, 't');
+        MainWindow w;
+        w.show();
+        QSignalSpy problems(&w, &MainWindow::problemsShown);
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        w.sourceArea()->addSources({QFile::encodeName(d.filePath(QStringLiteral("src/film.mkv"))),
+                                    QFile::encodeName(d.filePath(QStringLiteral("src/notes.txt")))});
+        w.destinationPicker()->setDestination(QFile::decodeName(stick));
+        w.startCopy();
+        QVERIFY(problems.wait(10000));
+        auto *dialog = w.findChild<PlanDialog *>();
+        QVERIFY(dialog && dialog->takenChoice());
+        auto *list = dialog->findChild<QPlainTextEdit *>(QStringLiteral("problems"));
+        auto goButton = [&]() -> QString {
+            for (QAbstractButton *b : dialog->buttons())
+                if (b->text().startsWith(QStringLiteral("Copy")) && b->isVisibleTo(dialog))
+                    return b->text();
+            return QString();
+        };
+        auto choose = [&](const QString &text) { dialog->takenChoice()->setCurrentIndex(dialog->takenChoice()->findText(text)); };
+        // Asked one by one: counted in full.
+        QVERIFY2(list->isVisibleTo(dialog) && list->toPlainText().contains(QStringLiteral("not enough space")),
+                 qPrintable(list->toPlainText()));
+        QVERIFY2(goButton().startsWith(QStringLiteral("Copy What Fits")), qPrintable(goButton()));
+        choose(QStringLiteral("Replace them"));
+        QVERIFY(list->toPlainText().contains(QStringLiteral("not enough space")));
+        choose(QStringLiteral("Skip them"));
+        QVERIFY2(!list->isVisibleTo(dialog), qPrintable(list->toPlainText()));
+        QCOMPARE(goButton(), QStringLiteral("Copy (1 file)"));
+        QVERIFY(!dialog->findChild<QLabel *>(QStringLiteral("headline"))->text().contains(QStringLiteral("can't")));
+        choose(QStringLiteral("Ask for each file"));
+        QVERIFY(list->isVisibleTo(dialog) && goButton().startsWith(QStringLiteral("Copy What Fits")));
+        choose(QStringLiteral("Skip them"));
+        clickButton(dialog->buttons(), QStringLiteral("Copy (1 file)"));
+        QVERIFY(queued.count() == 1 || queued.wait(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QCOMPARE(QFileInfo(d.filePath(QStringLiteral("stick/notes.txt"))).size(), qint64(1 << 20));
+        QFile old(d.filePath(QStringLiteral("stick/film.mkv")));
+        QVERIFY(old.open(QIODevice::ReadOnly));
+        QCOMPARE(old.read(1), QByteArray("o")); // skipped, as chosen
+        QVERIFY(w.model()->index(0).data(JobModel::ProblemsRole).toStringList().join(QString()).contains(QStringLiteral("film.mkv")));
+    }
+
     void conflictDialogAppliesToAll()
     {
         QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
@@ -416,8 +480,9 @@ private Q_SLOTS:
         QCOMPARE(taken->topLevelItem(0)->text(3), QStringLiteral("this copy"));
         QCOMPARE(taken->topLevelItem(1)->text(3), QStringLiteral("the one there"));
         QVERIFY(dialog->findChild<QLabel *>(QStringLiteral("headline"))->text().contains(QStringLiteral("2 files")));
-        QVERIFY(!dialog->findChild<QPlainTextEdit *>(QStringLiteral("problems"))); // no problems: no list of them
-        clickButton(dialog->buttons(), QStringLiteral("Copy (3 files)"));
+        // No problems: no list of them.
+        QVERIFY(!dialog->findChild<QPlainTextEdit *>(QStringLiteral("problems"))->isVisibleTo(dialog));
+        clickButton(dialog->buttons(), QStringLiteral("Copy (1 file)")); // the two others are skipped
         QVERIFY(queued.count() == 1 || queued.wait(10000));
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
         auto contents = [&](const QString &name) {
