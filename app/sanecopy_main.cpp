@@ -46,6 +46,9 @@ int main(int argc, char **argv)
     sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
     SaneCopy::MainWindow window;
     SaneCopy::SingleInstance instance(&window);
+    // Started together with another sanecopy, which got the name first: that window takes these files too.
+    if (instance.lostTheName() && SaneCopy::SingleInstance::handOver(cmd))
+        return 0;
     // Closed "in the background", the window is hidden: the application ends when its last copy does.
     QObject::connect(&window, &SaneCopy::MainWindow::backgroundCopiesDone, &app, &QCoreApplication::quit);
     // The window knows the fallback to the icon compiled into the library when the theme has none.

@@ -6,6 +6,7 @@
 #include <QDBusConnectionInterface>
 #include <QDBusMessage>
 #include <QDBusMetaType>
+#include <QDBusReply>
 
 namespace SaneCopy {
 
@@ -26,11 +27,16 @@ SingleInstance::SingleInstance(MainWindow *window, QDBusConnection bus)
     : QObject(window), window_(window), bus_(std::move(bus))
 {
     qDBusRegisterMetaType<QList<QByteArray>>();
-    if (!bus_.isConnected())
+    if (!bus_.isConnected() || !bus_.interface())
         return;
     if (!bus_.registerObject(objectPath(), this, QDBusConnection::ExportScriptableSlots))
         return;
-    primary_ = bus_.registerService(serviceName());
+    // The bus gives the name to exactly one of any number of claims; the others learn it here. (Without
+    // queueing: a window that waited for the name would open beside the one that has it.)
+    const QDBusReply<QDBusConnectionInterface::RegisterServiceReply> reply = bus_.interface()->registerService(
+        serviceName(), QDBusConnectionInterface::DontQueueService, QDBusConnectionInterface::DontAllowReplacement);
+    primary_ = reply.isValid() && reply.value() == QDBusConnectionInterface::ServiceRegistered;
+    lost_ = reply.isValid() && reply.value() == QDBusConnectionInterface::ServiceNotRegistered;
     if (!primary_)
         bus_.unregisterObject(objectPath());
 }

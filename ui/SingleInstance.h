@@ -29,6 +29,9 @@ public:
     SingleInstance(MainWindow *window, QDBusConnection bus = QDBusConnection::sessionBus());
     ~SingleInstance() override;
     bool isPrimary() const { return primary_; }
+    // Another window took the name between this start's handOver() and its own claim: two starts at once (a
+    // double click on "Safe Copy To…"). Its files go to that window after all (handOver() again).
+    bool lostTheName() const { return lost_; }
 
 public Q_SLOTS:
     // Over the bus. |files| are absolute paths; an empty |destination| asks for one, as on the command line.
@@ -38,6 +41,7 @@ private:
     MainWindow *window_;
     QDBusConnection bus_;
     bool primary_ = false;
+    bool lost_ = false;
 };
 
 } // namespace SaneCopy

@@ -17,6 +17,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <memory>
+#include <vector>
+
 #include "PrivateBus.h"
 
 #include <fcntl.h>
@@ -48,6 +51,27 @@ class TestSingleInstance : public QObject {
         if (!done.wait(20000))
             return -1;
         return second.exitCode();
+    }
+
+    // sanecopy started N times at once, each with a file of its own (this binary run with --start, which does
+    // what sanecopy's main() does).
+    QList<int> startTogether(const QList<QByteArray> &files)
+    {
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), address_);
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        std::vector<std::unique_ptr<QProcess>> starts;
+        for (const QByteArray &file : files) {
+            starts.push_back(std::make_unique<QProcess>());
+            starts.back()->setProcessEnvironment(env);
+            starts.back()->setProcessChannelMode(QProcess::ForwardedChannels);
+            starts.back()->start(QCoreApplication::applicationFilePath(),
+                                 {QStringLiteral("--start"), QString::number(files.size()), QString::fromLatin1(file.toHex())});
+        }
+        QList<int> codes;
+        for (auto &p : starts)
+            codes << (p->waitForFinished(30000) && p->exitStatus() == QProcess::NormalExit ? p->exitCode() : -1);
+        return codes;
     }
 
 private Q_SLOTS:
@@ -97,10 +121,53 @@ private Q_SLOTS:
         ::unlink(odd.constData());
         ::unlink((QFile::encodeName(dir.filePath(QStringLiteral("out"))) + "/caf\xe9.txt").constData());
     }
+
+    void startsAtTheSameMomentEndInOneWindow()
+    {
+        // Four "Safe Copy To…" clicks in a row: each start looks for a window before it has made its own, so
+        // several may find none. Whatever the timing, one window must end up with all four files.
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QList<QByteArray> files;
+        for (int i = 0; i < 4; ++i) {
+            files << QFile::encodeName(dir.filePath(QStringLiteral("f%1").arg(i)));
+            QFile f(QFile::decodeName(files.last()));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+        }
+        for (int round = 0; round < 3; ++round) {
+            const QList<int> codes = startTogether(files);
+            QCOMPARE(codes.count(0), 3);             // handed over and gone
+            QCOMPARE(codes.count(100 + 4), 1);       // the window, holding all four
+        }
+    }
 };
+
+// What sanecopy's main() does, up to the window's own list; the one window waits for the other starts' files,
+// then exits with 100 + how many it holds. Any other exit code is a start that neither handed over nor became
+// the window.
+static int startLikeSanecopy(int argc, char **argv)
+{
+    QApplication app(argc, argv);
+    const int expected = QByteArray(argv[2]).toInt();
+    const CommandLine cmd = parseCommandLine({QByteArray::fromHex(argv[3])}, "/");
+    if (SingleInstance::handOver(cmd))
+        return 0;
+    MainWindow window;
+    SingleInstance instance(&window);
+    if (instance.lostTheName() && SingleInstance::handOver(cmd))
+        return 0;
+    if (!instance.isPrimary())
+        return 2;
+    window.applyCommandLine(cmd);
+    QTest::qWaitFor([&] { return window.sourceArea()->sources().size() >= expected; }, 20000);
+    // Late hand-overs would still be answered: give a start that lost the name a moment to be turned away.
+    QTest::qWait(300);
+    return 100 + int(window.sourceArea()->sources().size());
+}
 
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && qstrcmp(argv[1], "--start") == 0)
+        return startLikeSanecopy(argc, argv);
     if (argc >= 2 && qstrcmp(argv[1], "--hand-over") == 0) {
         QCoreApplication app(argc, argv);
         QList<QByteArray> args;
