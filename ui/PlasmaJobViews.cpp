@@ -116,8 +116,22 @@ void PlasmaJobViews::onFinished(quint64 jobId, const QString &message)
 
 void PlasmaJobViews::endAll(const QString &message)
 {
-    for (const quint64 id : views_.keys())
+    bool sent = false;
+    for (const quint64 id : views_.keys()) {
+        sent = sent || !views_.value(id).path.isEmpty();
         onFinished(id, message);
+    }
+    // This runs as the window goes away, and the process may end right after: the sends above are only queued.
+    // One round trip to the bus itself, on the same connection, returns after they have all reached the bus,
+    // which delivers in order. Views the server has not answered for are left to it: Plasma ends the views of
+    // a program that leaves the bus.
+    if (sent && bus_.isConnected()) {
+        const QDBusMessage ping = QDBusMessage::createMethodCall(QStringLiteral("org.freedesktop.DBus"),
+                                                                 QStringLiteral("/org/freedesktop/DBus"),
+                                                                 QStringLiteral("org.freedesktop.DBus"),
+                                                                 QStringLiteral("GetId"));
+        bus_.call(ping, QDBus::Block, 1000);
+    }
 }
 
 quint64 PlasmaJobViews::jobOf(const QString &path) const

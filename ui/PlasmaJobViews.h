@@ -34,7 +34,8 @@ public Q_SLOTS:
     void onProgress(const SaneCopy::JobProgress &progress);
     // |message| empty: it ended well or was cancelled; else what went wrong, which Plasma shows as an error.
     void onFinished(quint64 jobId, const QString &message);
-    // Ends every view still open, with |message| (the window goes away with copies unfinished).
+    // Ends every view still open, with |message| (the window goes away with copies unfinished). Returns once
+    // the bus has the messages (waiting up to 1 s), so they are not lost when the process ends at once.
     void endAll(const QString &message);
 
 Q_SIGNALS:

@@ -18,6 +18,8 @@
 
 #include "PrivateBus.h"
 
+#include <unistd.h>
+
 using namespace SaneCopy;
 
 // One job view as Plasma keeps it: the last value of each call.
@@ -80,6 +82,23 @@ private:
     QDBusConnection bus_;
 };
 
+// The fake server on a connection of its own, under Plasma's name, for one test: gone with the scope.
+struct ServedFake {
+    QDBusConnection plasma;
+    FakeJobViewServer server{plasma};
+    explicit ServedFake(const QString &address, const QString &name) : plasma(QDBusConnection::connectToBus(address, name)) {}
+    bool serve()
+    {
+        return plasma.registerObject(PlasmaJobViews::serverPath(), &server, QDBusConnection::ExportScriptableContents) &&
+               plasma.registerService(PlasmaJobViews::serverService());
+    }
+    ~ServedFake()
+    {
+        plasma.unregisterService(PlasmaJobViews::serverService());
+        plasma.unregisterObject(PlasmaJobViews::serverPath());
+    }
+};
+
 class TestPlasmaJobViews : public QObject {
     Q_OBJECT
 
@@ -111,14 +130,9 @@ private Q_SLOTS:
 
     void aCopyShowsBytesOnTheDeviceAndEndsWithTheJob()
     {
-        QDBusConnection plasma = QDBusConnection::connectToBus(address_, QStringLiteral("plasma"));
-        FakeJobViewServer server(plasma);
-        QVERIFY(plasma.registerObject(PlasmaJobViews::serverPath(), &server, QDBusConnection::ExportScriptableContents));
-        QVERIFY(plasma.registerService(PlasmaJobViews::serverService()));
-        auto unregister = qScopeGuard([&] {
-            plasma.unregisterService(PlasmaJobViews::serverService());
-            plasma.unregisterObject(PlasmaJobViews::serverPath());
-        });
+        ServedFake fake(address_, QStringLiteral("plasma"));
+        QVERIFY(fake.serve());
+        FakeJobViewServer &server = fake.server;
 
         PlasmaJobViews views(QDBusConnection::connectToBus(address_, QStringLiteral("app")));
         QSignalSpy cancel(&views, &PlasmaJobViews::cancelRequested);
@@ -164,11 +178,9 @@ private Q_SLOTS:
 
     void aFailureIsShownAsOne()
     {
-        QDBusConnection plasma = QDBusConnection::connectToBus(address_, QStringLiteral("plasma2"));
-        FakeJobViewServer server(plasma);
-        QVERIFY(plasma.registerObject(PlasmaJobViews::serverPath(), &server, QDBusConnection::ExportScriptableContents));
-        QVERIFY(plasma.registerService(PlasmaJobViews::serverService()));
-        auto unregister = qScopeGuard([&] { plasma.unregisterService(PlasmaJobViews::serverService()); });
+        ServedFake fake(address_, QStringLiteral("plasma2"));
+        QVERIFY(fake.serve());
+        FakeJobViewServer &server = fake.server;
         PlasmaJobViews views(QDBusConnection::connectToBus(address_, QStringLiteral("app2")));
         views.addJob(1, QStringLiteral("/a"), QStringLiteral("/media/STICK"));
         // Ended before the server answered: the view is ended as soon as it exists.
@@ -176,6 +188,27 @@ private Q_SLOTS:
         QTRY_COMPARE(server.views.size(), 1);
         QTRY_VERIFY(server.views.first()->terminated);
         QCOMPARE(server.views.first()->terminateMessage, QStringLiteral("The device was removed before the copy finished"));
+    }
+
+    void theViewsEndEvenWhenTheProgramEndsAtOnce()
+    {
+        ServedFake fake(address_, QStringLiteral("plasma3"));
+        QVERIFY(fake.serve());
+        FakeJobViewServer &server = fake.server;
+        // This binary again, as a window closed with a copy running: endAll(), then the process is gone.
+        QProcess app;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("SANECOPY_TEST_BUS"), address_);
+        app.setProcessEnvironment(env);
+        app.setProcessChannelMode(QProcess::ForwardedChannels);
+        app.start(QCoreApplication::applicationFilePath(), {QStringLiteral("--end-all-and-exit")});
+        QSignalSpy done(&app, &QProcess::finished);
+        QVERIFY(done.wait(20000));
+        QCOMPARE(app.exitCode(), 0);
+        QCOMPARE(server.views.size(), 1);
+        // Whatever the bus had is delivered; give this thread's loop the moment to run it.
+        QTRY_VERIFY_WITH_TIMEOUT(server.views.first()->terminated, 2000);
+        QVERIFY(server.views.first()->terminateMessage.contains(QStringLiteral("closed")));
     }
 
     void withoutAServerNothingBreaks()
@@ -197,5 +230,21 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestPlasmaJobViews)
+// --end-all-and-exit: a copy with its view, ended by endAll() as the window goes, and the process leaves at once,
+// without the event loop or any destructor that might still send what was queued.
+int main(int argc, char **argv)
+{
+    if (argc == 2 && qstrcmp(argv[1], "--end-all-and-exit") == 0) {
+        QCoreApplication app(argc, argv);
+        PlasmaJobViews views(QDBusConnection::connectToBus(qEnvironmentVariable("SANECOPY_TEST_BUS"), QStringLiteral("app")));
+        views.addJob(3, QStringLiteral("/a"), QStringLiteral("/media/STICK"));
+        if (!QTest::qWaitFor([&] { return !views.viewPath(3).isEmpty(); }, 10000))
+            return 2;
+        views.endAll(QStringLiteral("SaneCopy was closed"));
+        ::_exit(0);
+    }
+    QApplication app(argc, argv);
+    TestPlasmaJobViews test;
+    return QTest::qExec(&test, argc, argv);
+}
 #include "TestPlasmaJobViews.moc"
