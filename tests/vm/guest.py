@@ -509,6 +509,20 @@ def scenario_kio():
         p.stderr.strip()[-300:])
     tap(left <= STAT_SLACK, "kio: nothing dirty when that copy returns", f"{left / 1024:.0f} KiB")
 
+    # A name the kernel's vfat refuses, dropped the same way: KIO's error with the engine's reason, and nothing of
+    # it on the stick (the host checks this only on exfat-fuse).
+    odd = os.path.join(WORK, "what? a: question.txt")
+    with open(odd, "w") as f:
+        f.write("a name FAT refuses\n")
+    before = sorted(os.listdir(MNT))
+    p = run(["kioclient", "--noninteractive", "copy", f"file://{quote(odd)}", "sanecopy://devices/" + quote(names[0])],
+            check=False, env=env, timeout=120)
+    diag(f"kio: kioclient's message for a name vfat refuses: {p.stderr.strip()[-200:]}")
+    tap(p.returncode == 1 and "cannot store" in p.stderr,
+        "kio: a name vfat refuses is refused through the place, with the reason",
+        f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    tap(sorted(os.listdir(MNT)) == before, "kio: nothing of it is on the stick", f"{sorted(os.listdir(MNT))}")
+
 
 # --- the window, on a desktop's services ---------------------------------------------------------------------
 
