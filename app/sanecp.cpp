@@ -236,7 +236,8 @@ int main(int argc, char **argv)
     bool fit = false;
     app.add_flag("--fit", fit,
                  "When the device has not room for everything, copy the files that fit, in order, instead of "
-                 "nothing; each one left out is reported (exit code 1)");
+                 "nothing; each one left out is reported (exit code 1). With --resume, what the interrupted "
+                 "run left on the device is counted as there");
     bool resume = false;
     app.add_flag("--resume", resume,
                  "Finish a copy that was interrupted (killed, crashed, logged out, the stick pulled): files at the "

@@ -54,6 +54,19 @@ std::string join(const std::string &a, const std::string &b)
     return a + "/" + b;
 }
 
+// JobSpec::resume: a target with the source's size and modification time (to what the filesystem stores) is a
+// file the interrupted run published. rsync's quick check; reading the bytes back would cost a resumed copy as
+// long as the copy itself.
+bool quick_check(uint64_t size, const struct timespec &mtime, uint64_t target_size, const struct timespec &target_mtime,
+                 const FsLimits &limits)
+{
+    if (size != target_size)
+        return false;
+    const auto ns = [](const struct timespec &t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
+    const int64_t diff = ns(target_mtime) - ns(mtime);
+    return (diff < 0 ? -diff : diff) < limits.mtime_window_ns;
+}
+
 std::pair<std::string, std::string> split_rel(const std::string &rel)
 {
     const auto slash = rel.rfind('/');
@@ -998,16 +1011,11 @@ bool JobRunner::same_link(const FileTask &where, const std::string &target, cons
     return n >= 0 && size_t(n) == target.size() && there.compare(0, target.size(), target) == 0;
 }
 
-// JobSpec::resume: a target with the source's size and modification time (to what the filesystem stores) is a
-// file the interrupted run published. rsync's quick check; reading the bytes back would cost a resumed copy as
-// long as the copy itself.
+// JobSpec::resume: the quick check (above) of what stands under the name.
 bool JobRunner::published_before(const FileTask &task, const ExistingTarget &existing) const
 {
-    if (!existing.exists || existing.is_dir || existing.size != task.entry.size)
-        return false;
-    const auto ns = [](const struct timespec &t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
-    const int64_t diff = ns(existing.mtime) - ns(task.entry.mtime);
-    return (diff < 0 ? -diff : diff) < device_.limits.mtime_window_ns;
+    return existing.exists && !existing.is_dir &&
+           quick_check(task.entry.size, task.entry.mtime, existing.size, existing.mtime, device_.limits);
 }
 
 // JobSpec::resume where the target name was taken: under "keep both" (the policy, or the user's answer) the
@@ -1068,6 +1076,23 @@ std::string mib_text(uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 
 
 // JobSpec::fit_to_space: the bytes files may take, when the free space is known. The margin (1/64 of it, at
 // least 1 MiB and at most 64 MiB) is for folders, FAT's directory clusters and a journal's metadata.
+// JobSpec::resume with fit_to_space: what the interrupted run left on the device for |e| needs no room again:
+// all of a file it published (the job's quick check), the blocks of a big file's part file, which the resumed
+// copy keeps. Without this a resumed "copy what fits" would count its own files against the space they took.
+static uint64_t left_by_interrupted_run(const std::string &target, const PlanEntry &e, const FsLimits &limits)
+{
+    struct stat st {};
+    if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        quick_check(e.size, e.mtime, uint64_t(st.st_size), st.st_mtim, limits))
+        return uint64_t(st.st_blocks) * 512;
+    const std::size_t slash = target.rfind('/') + 1; // absolute: there is one
+    const std::string part = target.substr(0, slash) + part_name_for(target.substr(slash));
+    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode))
+        return uint64_t(st.st_blocks) * 512;
+    return 0;
+}
+
 static std::optional<uint64_t> fit_budget(const JobSpec &spec, const DeviceInfo &device)
 {
     if (!spec.fit_to_space || !device.free_bytes)
@@ -1112,6 +1137,12 @@ JobPlan plan_job(const JobSpec &spec)
             // Rounded to what each file takes at least (a block, a FAT cluster); metadata is not counted, so this
             // catches the clear cases up front and ENOSPC mid-copy is still handled.
             uint64_t takes = rounded(e.allocated);
+            if (budget && spec.resume && e.skip_reason.empty() && e.kind == EntryKind::File) {
+                const uint64_t there = left_by_interrupted_run(
+                    join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits)),
+                    e, plan.device.limits);
+                takes = takes > rounded(there) ? takes - rounded(there) : 0;
+            }
             if (e.skip_reason.empty() && (e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume) {
                 // A folder onto a folder merges; a file or link onto any name in use is a conflict.
                 const std::string target = join(item.item.target_dir,

@@ -39,7 +39,8 @@ QByteArray toJson(const JournalEntry &e)
                         {QStringLiteral("move"), e.move},
                         {QStringLiteral("manifest"), e.manifest},
                         {QStringLiteral("queued"), e.queued.toString(Qt::ISODate)},
-                        {QStringLiteral("conflict"), e.conflict}};
+                        {QStringLiteral("conflict"), e.conflict},
+                        {QStringLiteral("fitToSpace"), e.fitToSpace}};
     return QJsonDocument(o).toJson();
 }
 
@@ -58,6 +59,7 @@ bool fromJson(const QByteArray &json, JournalEntry &e)
     e.manifest = o.value(QStringLiteral("manifest")).toBool();
     e.queued = QDateTime::fromString(o.value(QStringLiteral("queued")).toString(), Qt::ISODate);
     e.conflict = o.value(QStringLiteral("conflict")).toInt(-1); // absent in records of earlier versions: ask
+    e.fitToSpace = o.value(QStringLiteral("fitToSpace")).toBool();
     return !e.sources.isEmpty() && !e.destination.isEmpty();
 }
 

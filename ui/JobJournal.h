@@ -33,6 +33,8 @@ struct JournalEntry {
     QDateTime queued;
     // The answer the plan gave for every name already taken (a sanecopy::ConflictPolicy); -1: ask for each file.
     int conflict = -1;
+    // "Copy What Fits": resumed, it copies what fits again, counting what is on the device already as there.
+    bool fitToSpace = false;
 };
 
 class JobJournal {

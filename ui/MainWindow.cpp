@@ -68,7 +68,7 @@ QIcon appIcon()
 JournalEntry journalEntryFor(const EngineBridge::Options &o)
 {
     return {{}, o.sources, o.destination, o.verify, o.renameInvalid, o.move, o.manifest, {},
-            o.askOnConflict ? -1 : o.conflict};
+            o.askOnConflict ? -1 : o.conflict, o.fitToSpace};
 }
 
 EngineBridge::Options optionsFor(const JournalEntry &e)
@@ -80,6 +80,7 @@ EngineBridge::Options optionsFor(const JournalEntry &e)
     o.renameInvalid = e.renameInvalid;
     o.move = e.move;
     o.manifest = e.manifest;
+    o.fitToSpace = e.fitToSpace;
     if (e.conflict >= 0) {
         o.conflict = e.conflict;
         o.askOnConflict = false;

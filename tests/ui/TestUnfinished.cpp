@@ -163,7 +163,7 @@ private Q_SLOTS:
     {
         JobJournal running(state_ + QStringLiteral("/j"));
         const QByteArray odd("/tmp/caf\xe9 \"x\"\n/y"); // not UTF-8, with a quote and a line break
-        const QString key = running.record({{}, {odd, "/b"}, "/media/STICK", true, true, true, true, {}, 1});
+        const QString key = running.record({{}, {odd, "/b"}, "/media/STICK", true, true, true, true, {}, 1, true});
         QVERIFY2(!key.isEmpty(), qPrintable(running.errorString()));
         {
             // Another window does not get a copy a live window holds.
@@ -180,6 +180,7 @@ private Q_SLOTS:
         QVERIFY(found.first().verify && found.first().renameInvalid && found.first().move && found.first().manifest);
         QVERIFY(found.first().queued.isValid());
         QCOMPARE(found.first().conflict, 1); // the plan's one answer for names already taken
+        QVERIFY(found.first().fitToSpace);   // "Copy What Fits" stays that when resumed
         // Claimed: a third one does not get it either, and forget() takes both files away.
         QVERIFY(JobJournal(state_ + QStringLiteral("/j")).claimUnfinished().isEmpty());
         next.forget(key);
