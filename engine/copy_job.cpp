@@ -1025,8 +1025,10 @@ bool JobRunner::published_before(const FileTask &task, const ExistingTarget &exi
 // for a copy, the bytes for a move, the link's text for a link (|link_target|).
 std::optional<std::string> JobRunner::kept_both_before(const FileTask &task, const std::string *link_target)
 {
-    if (spec_.conflict != ConflictPolicy::Rename && !spec_.ask_conflict)
-        return std::nullopt; // nothing but "keep both" makes a second name
+    // Only "keep both" makes a second name: the policy, or an answer the interrupted run may have got. A move
+    // that asks and is not resuming asks: a "name (1)" with the same bytes is not what the user chose there.
+    if (spec_.conflict != ConflictPolicy::Rename && !(spec_.ask_conflict && spec_.resume))
+        return std::nullopt;
     for (unsigned n = 1; n < 10000; ++n) {
         std::string alt = alternative_name(task.dst_name, n);
         struct stat st {};

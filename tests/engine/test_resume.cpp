@@ -343,3 +343,24 @@ TEST_CASE("resume: a rerun after a copy that kept both finds every copy, and so 
     CHECK(exists(t / "src/big0") == !spec.move);
     CHECK(exists(t / "src/link") == !spec.move);
 }
+
+TEST_CASE("resume: a move that asks, not resuming, asks even when a \"name (1)\" holds the same bytes")
+{
+    TempDir t;
+    write_pattern_file(t / "a", 5000, 1);
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    write_pattern_file(t / "out/a", 1000, 2);
+    write_pattern_file(t / "out/a (1)", 5000, 1); // the user's own earlier copy
+    JobSpec spec = spec_of({t / "a"}, t / "out");
+    spec.move = true;
+    int asked = 0;
+    spec.ask_conflict = [&](const ConflictQuestion &) {
+        ++asked;
+        return ConflictAnswer::Overwrite;
+    };
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.ok());
+    CHECK(asked == 1);
+    CHECK(file_size(t / "out/a") == 5000); // replaced, as answered
+    CHECK_FALSE(exists(t / "a"));
+}
