@@ -105,6 +105,11 @@ def case_installed_files(args):
             c.check(os.path.isfile(sanecopy), "installed " + os.path.relpath(sanecopy, destdir))
         if c.failures:
             c.exit()
+        # gdk-pixbuf (GTK, AppStream's compose in flatpak-builder, software centres) knows an SVG by "<svg" in the
+        # file's first bytes; a comment before the root element hid the icon from it.
+        for path in (icon, symbolic):
+            with open(path, "rb") as f:
+                c.check(b"<svg" in f.read(128), os.path.basename(path) + ": the root element is in the first 128 bytes")
 
         proc = run([validate_desktop, desktop])
         show(proc)
