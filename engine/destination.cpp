@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "destination.h"
 
+#include "device_probe.h"
 #include "fd.h"
 #include "sys.h"
 
@@ -31,7 +32,31 @@ std::pair<std::string, std::string> split_path(const std::string &path)
     return {p.substr(0, slash), p.substr(slash + 1)};
 }
 
+std::string sandbox_note(const std::string &path)
+{
+    const std::optional<std::string> info = read_kernel_text("/.flatpak-info");
+    if (!info)
+        return {};
+    // The app's id: "name=" in the [Application] group, the file's first.
+    const auto at = info->find("\nname=");
+    const std::string name =
+        at == std::string::npos ? std::string() : info->substr(at + 6, info->find('\n', at + 1) - at - 6);
+    std::string note = "SaneCopy runs in a flatpak sandbox, which shows it only the home folder, /media, /run/media "
+                       "and /mnt";
+    if (!name.empty())
+        note += "; to let it reach " + path + ": flatpak override --user --filesystem=" + path + " " + name;
+    return note;
+}
+
 namespace {
+
+// A missing path's detail, with what the sandbox hides added where it may be the reason.
+std::string missing_detail(std::string detail, const std::string &path)
+{
+    if (std::string note = sandbox_note(path); !note.empty())
+        detail += " (" + note + ")";
+    return detail;
+}
 
 // The kernel's own resolution of |path| (symlinks followed), read back from /proc/self/fd so it stays on the
 // syscall seam. Empty when |path| can't be opened.
@@ -75,7 +100,8 @@ Status destination_folder(std::size_t sources, const std::string &dest, Destinat
     if (wants_dir && !dest_is_dir)
         return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
             .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
-                                     : "no such folder (a destination ending in '/' must exist)");
+                                     : missing_detail("no such folder (a destination ending in '/' must exist)",
+                                                      strip_trailing_slashes(dest)));
     if (!dest_is_dir && sources > 1)
         return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
             .with_detail("is not an existing folder, and several sources need one");
@@ -88,7 +114,7 @@ Status destination_folder(std::size_t sources, const std::string &dest, Destinat
     if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
         const int err = errno;
         return Status::destination(err, "destination folder", target_dir)
-            .with_detail(err == ENOENT ? "the destination folder does not exist"
+            .with_detail(err == ENOENT ? missing_detail("the destination folder does not exist", target_dir)
                                        : "cannot use the destination folder: " +
                                              std::error_code(err, std::generic_category()).message());
     }
@@ -103,8 +129,13 @@ Result<CopyItem> resolve_source(const std::string &source, const std::string &ta
                                 const std::string &real_target_dir)
 {
     struct stat st {};
-    if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return Status::source(errno, "source", source);
+    if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        const int err = errno;
+        Status missing = Status::source(err, "source", source);
+        if (err == ENOENT)
+            return std::move(missing).with_detail(missing_detail("no such file or folder", source));
+        return missing;
+    }
     CopyItem item;
     item.source = source;
     std::tie(item.source_dir, item.source_name) = split_path(source);

@@ -43,4 +43,8 @@ std::string strip_trailing_slashes(const std::string &path);
 // Pure split at the last '/': ("a/b", "c") for "a/b/c", (".", "c") for "c", ("/", "c") for "/c".
 std::pair<std::string, std::string> split_path(const std::string &path);
 
+// Inside a flatpak sandbox (/.flatpak-info exists), a path the user sees on the host may not exist for SaneCopy:
+// what the sandbox shows, and the `flatpak override` that lets it reach |path|. Empty outside a sandbox.
+std::string sandbox_note(const std::string &path);
+
 } // namespace sanecopy

@@ -2,6 +2,7 @@
 #include "catch.h"
 
 #include "destination.h"
+#include "fault_syscalls.h"
 #include "test_support.h"
 
 #include <sys/stat.h>
@@ -136,4 +137,46 @@ TEST_CASE("dest rules: an exact target never means 'into the folder'")
     CHECK(r.items[0].target_name == "name");
     Resolution two = resolve_destination({t / "a", t / "a"}, t / "x", DestinationRule::ExactTarget);
     CHECK_FALSE(two.fatal.ok());
+}
+
+namespace {
+
+// A flatpak sandbox's /.flatpak-info, as the seam shows it: any open of that path gets |info| instead.
+struct SandboxSyscalls : test::FaultSyscalls {
+    std::string info;
+    int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
+    {
+        if (std::string(path) == "/.flatpak-info")
+            return test::FaultSyscalls::raw_openat(dirfd, info.c_str(), flags, mode);
+        return test::FaultSyscalls::raw_openat(dirfd, path, flags, mode);
+    }
+};
+
+} // namespace
+
+TEST_CASE("dest rules: inside a flatpak sandbox a missing path says what the sandbox hides and how to grant it")
+{
+    TempDir t;
+    test::write_text_file(t / "a", "1");
+    test::write_text_file(t / "flatpak-info", "[Application]\nname=io.github.sanecopy.SaneCopy\nruntime=x\n");
+    SandboxSyscalls seam;
+    seam.info = t / "flatpak-info";
+    ScopedSyscalls scoped(seam);
+
+    Resolution dest = resolve_destination({t / "a"}, "/opt/sanecopy-nowhere/");
+    REQUIRE_FALSE(dest.fatal.ok());
+    const std::string message = dest.fatal.message();
+    CHECK(message.find("flatpak sandbox") != std::string::npos);
+    CHECK(message.find("flatpak override --user --filesystem=/opt/sanecopy-nowhere io.github.sanecopy.SaneCopy") !=
+          std::string::npos);
+
+    Resolution source = resolve_destination({"/opt/sanecopy-nowhere/file"}, t.path());
+    REQUIRE(source.errors.size() == 1);
+    CHECK(source.errors[0].message().find("--filesystem=/opt/sanecopy-nowhere/file io.github") != std::string::npos);
+
+    // Outside a sandbox (no /.flatpak-info) the message is the plain one.
+    seam.info = t / "no-such-info";
+    CHECK(sandbox_note("/opt/x").empty());
+    CHECK(resolve_destination({t / "a"}, "/opt/sanecopy-nowhere/").fatal.message().find("flatpak") ==
+          std::string::npos);
 }
