@@ -177,7 +177,10 @@ class Stick:
     Attributes once entered: img, dev (/dev/loopN), name (loopN), majmin, mnt.
     """
 
-    def __init__(self, size_mib=512, rate_bps=40_000_000, fs="ext4", workdir="/var/tmp"):
+    def __init__(self, size_mib=512, rate_bps=40_000_000, fs="ext4", workdir="/var/tmp", mnt=None, owner=None):
+        """|mnt|: where to mount it (made, and removed again, when missing), as a desktop's
+        /run/media/USER/LABEL; a fresh folder in /tmp otherwise. |owner|: (uid, gid) given the filesystem's root
+        folder, so an ordinary user can write to it (ext4 and xfs)."""
         if fs == "ext4":
             self._mkfs = ["mkfs.ext4", "-q", "-F",
                           # No ext4lazyinit after mount: it would write inode tables
@@ -202,6 +205,9 @@ class Stick:
         # The image lives on the system disk, not tmpfs: a RAM-backed image
         # would make the "device" as fast as memory once the throttle is lifted.
         self._workdir = workdir
+        self._want_mnt = mnt
+        self._made_mnt = False
+        self._owner = owner
         self.img = self.dev = self.name = self.majmin = self.mnt = None
         self._imgdir = None
         self._throttled = False
@@ -237,15 +243,26 @@ class Stick:
         self.majmin = _read(f"/sys/block/{self.name}/dev").strip()
         if _read(f"/sys/block/{self.name}/loop/dio").strip() != "1":
             print(f"warning: {self.dev} runs without direct I/O", file=sys.stderr)
-        self.mnt = tempfile.mkdtemp(prefix="sanecopy-mnt-")
+        if self._want_mnt:
+            if _mounted_at(self._want_mnt):
+                raise RuntimeError(f"{self._want_mnt} is a mount point already")
+            self._made_mnt = not os.path.exists(self._want_mnt)
+            os.makedirs(self._want_mnt, exist_ok=True)
+            self.mnt = self._want_mnt
+        else:
+            self.mnt = tempfile.mkdtemp(prefix="sanecopy-mnt-")
+            self._made_mnt = True
         self._record_owner()
         _run(["mount.exfat-fuse", self.dev, self.mnt] if self.fs == "exfat" else ["mount", self.dev, self.mnt])
+        if self._owner:
+            os.chown(self.mnt, *self._owner)
         self.set_rate(self.rate_bps)
 
     def _record_owner(self):
         path = os.path.join(self._imgdir, "owner.json")
         with open(path + ".new", "w") as f:
-            json.dump({"pid": os.getpid(), "start": _start_time(os.getpid()), "mnt": self.mnt}, f)
+            json.dump({"pid": os.getpid(), "start": _start_time(os.getpid()), "mnt": self.mnt,
+                       "made_mnt": self._made_mnt}, f)
         os.rename(path + ".new", path)
 
     def set_rate(self, bps):
@@ -294,7 +311,7 @@ class Stick:
                                stderr=subprocess.PIPE, text=True, timeout=60)
             if r.returncode != 0:
                 errors.append(f"losetup -d /dev/{name}: {r.stderr.strip()}")
-        if self.mnt and os.path.isdir(self.mnt) and not _mounted_at(self.mnt):
+        if self.mnt and self._made_mnt and os.path.isdir(self.mnt) and not _mounted_at(self.mnt):
             try:
                 os.rmdir(self.mnt)
             except OSError as e:
@@ -349,6 +366,7 @@ def reap_orphans(workdir="/var/tmp"):
             orphan._imgdir = imgdir
             orphan.img = os.path.join(imgdir, "stick.img")
             orphan.mnt = owner.get("mnt")
+            orphan._made_mnt = owner.get("made_mnt", True)
             loops = loops_backed_by(orphan.img)
             orphan.name = loops[0] if loops else None
             orphan.majmin = _read(f"/sys/block/{orphan.name}/dev").strip() if loops else None
