@@ -6,6 +6,7 @@
 // "Safe Copy To…" goes through KIO's own launcher (ApplicationLauncherJob), as a click in Dolphin does, and a
 // stand-in sanecopy records what it was started with.
 #include "catch.h"
+#include "context_menu.h"
 
 #include <KFileItem>
 #include <KFileItemActions>
@@ -71,43 +72,6 @@ public:
 
 private:
     QTemporaryDir tmp{QDir::tempPath() + QStringLiteral("/sanecopy-dolphin-menu-XXXXXX")};
-};
-
-// Every action of a menu and its submenus, by text.
-QList<QAction *> allActions(const QMenu &menu)
-{
-    QList<QAction *> out;
-    for (QAction *a : menu.actions()) {
-        out.append(a);
-        if (a->menu())
-            out.append(allActions(*a->menu()));
-    }
-    return out;
-}
-
-QAction *findAction(const QMenu &menu, const QString &text)
-{
-    for (QAction *a : allActions(menu)) {
-        if (a->text() == text)
-            return a;
-    }
-    return nullptr;
-}
-
-// The context menu's service-menu part for |paths| selected, as Dolphin fills it.
-struct ContextMenu {
-    explicit ContextMenu(const QStringList &paths)
-    {
-        KFileItemList items;
-        for (const QString &p : paths)
-            items.append(KFileItem(QUrl::fromLocalFile(p)));
-        actions.setParentWidget(&parent);
-        actions.setItemListProperties(KFileItemListProperties(items));
-        actions.addActionsTo(&menu, KFileItemActions::MenuActionSource::All, {});
-    }
-    QWidget parent;
-    KFileItemActions actions;
-    QMenu menu;
 };
 
 } // namespace
