@@ -9,6 +9,10 @@
 #   debian13.sh usb [NAME,NAME]        builds, then boots Debian 13's kernel under qemu with an emulated, throttled
 #                                      USB stick and runs tests/vm/'s scenarios there (all, or the named ones);
 #                                      `packaging/dev.sh test-usb`.
+#   debian13.sh flatpak                builds the flatpak from the repository's manifest against stand-ins for
+#                                      KDE's runtime made from Debian 13, installs it as a user flatpak and runs
+#                                      tests/flatpak/ inside the sandbox (packaging/flatpak/standin.sh);
+#                                      `packaging/dev.sh test-flatpak`.
 #   debian13.sh root                   only makes (or refreshes) the cached roots; prints the build root's path.
 #   debian13.sh shell                  a shell in the build root, with the checkout at /src.
 #   debian13.sh dolphin-screenshot PNG Dolphin 25.04 under Xvfb in the build root, with the context menu of a
@@ -40,6 +44,10 @@ packages=(
     python3 util-linux mount e2fsprogs rsync procps dosfstools fusefat exfatprogs exfat-fuse fuse3
     desktop-file-utils appstream dpkg-dev file flatpak-builder
     dolphin xvfb xauth x11-utils xdotool imagemagick dbus breeze-icon-theme stalonetray
+    # The flatpak suite (packaging/flatpak/standin.sh): flatpak itself; what flatpak-builder runs outside the
+    # sandbox (eu-strip, and AppStream's compose, which reads the SVG icon through librsvg's gdk-pixbuf loader);
+    # the stand-ins for Plasma's job view server and the notification server that the sandboxed app talks to.
+    flatpak elfutils librsvg2-common python3-dbus python3-gi
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker.
 deb_test_packages=(kde-cli-tools)
@@ -186,8 +194,8 @@ prepare() {
     root_with "$cache/root" "$cache/apt.log" "the build and test packages in the build root" "${packages[@]}"
 }
 
-# Builds the checkout in the build root against KF6 and packs the .deb into $cache/deb. Leaves the root entered.
-build_and_pack() {
+# Builds the checkout in the build root against KF6 (only TARGETs, when given). Leaves the root entered.
+build_checkout() {
     local r=$cache/root
     enter "$r"
     bind "$here" "$r/src" ro
@@ -204,7 +212,15 @@ build_and_pack() {
     fi
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
-    in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake --build /build
+    local targets=()
+    [ $# -eq 0 ] || targets=(--target "$@")
+    in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake --build /build "${targets[@]}"
+}
+
+# Builds the checkout in the build root and packs the .deb into $cache/deb. Leaves the root entered.
+build_and_pack() {
+    local r=$cache/root
+    build_checkout
     log "packing the .deb"
     rm -rf "$cache/deb"
     mkdir -p "$cache/deb"
@@ -339,6 +355,11 @@ usb_test() {
 }
 
 case "$mode" in
+flatpak)
+    # shellcheck source=packaging/flatpak/standin.sh
+    . "$here/packaging/flatpak/standin.sh"
+    flatpak_suite
+    ;;
 usb)
     start=$SECONDS
     prepare
@@ -380,7 +401,7 @@ test)
     [ "$rc" -eq 0 ] && [ "$deb_rc" -eq 0 ]
     ;;
 *)
-    echo "usage: $0 test [ctest options] | usb [NAME,...] | root | shell | dolphin-screenshot OUT.png" >&2
+    echo "usage: $0 test [ctest options] | usb [NAME,...] | flatpak | root | shell | dolphin-screenshot OUT.png" >&2
     exit 2
     ;;
 esac

@@ -8,6 +8,8 @@
 #   dev.sh test-debian13          the same suite on Debian 13 (KF6, Qt 6.8) in a cached debootstrap root, then
 #                                 the .deb in a clean Debian 13 root (packaging/debian13.sh; root only)
 #   dev.sh test-usb [NAME,...]    the USB stick scenarios (tests/vm/) in a qemu guest running Debian 13's kernel
+#   dev.sh test-flatpak           the flatpak built from the manifest against a stand-in KDE runtime made from
+#                                 Debian 13, and tests/flatpak/ run inside its sandbox (root only)
 # Safe to run again: apt is only called for packages that are not installed yet. As non-root it prints the
 # apt command to run instead.
 set -euo pipefail
@@ -16,9 +18,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${SANECOPY_BUILD_DIR:-$here/build}
 mode=${1:-run}
 [ $# -gt 0 ] && shift
-if [ "$mode" = test-debian13 ] || [ "$mode" = test-usb ]; then
+if [ "$mode" = test-debian13 ] || [ "$mode" = test-usb ] || [ "$mode" = test-flatpak ]; then
     # Nothing of the host's build is needed: the Debian 13 root builds the checkout itself.
     [ "$mode" = test-usb ] && exec "$here/packaging/debian13.sh" usb "$@"
+    [ "$mode" = test-flatpak ] && exec "$here/packaging/debian13.sh" flatpak "$@"
     exec "$here/packaging/debian13.sh" test "$@"
 fi
 
@@ -93,7 +96,7 @@ test)
     ctest --output-on-failure -j"$(nproc)" "$@"
     ;;
 *)
-    echo "usage: $0 run [SOURCE... DEST] | test [ctest options] | test-debian13 [ctest options] | test-usb [NAME,...]" >&2
+    echo "usage: $0 run [SOURCE... DEST] | test [ctest options] | test-debian13 [ctest options] | test-usb [NAME,...] | test-flatpak" >&2
     exit 2
     ;;
 esac
