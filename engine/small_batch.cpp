@@ -2,6 +2,7 @@
 #include "small_batch.h"
 
 #include "page_cache_policy.h"
+#include "parallel_closer.h"
 #include "sys.h"
 
 #include <algorithm>
@@ -90,6 +91,8 @@ SmallFileBatch::SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits l
 {
     group_.max_bytes = std::max<uint64_t>(1, limits_.max_bytes / 16);
     group_.max_files = std::max<std::size_t>(1, limits_.max_files / 16);
+    if (limits_.closers > 1)
+        closer_ = std::make_unique<ParallelCloser>(limits_.closers);
 }
 
 SmallFileBatch::~SmallFileBatch() { discard(); }
@@ -165,11 +168,11 @@ void SmallFileBatch::hand_off()
     reap_names(false);
 }
 
-// A group's data is on the device (or |synced| says why not): count it, drop its pages, verify and rename.
+// A group's data is on the device (or |synced| says why not): count it, drop its pages, close, verify and rename.
 // Returns the files renamed, whose renames are yet to be made durable.
 SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
 {
-    Group named;
+    std::vector<BatchedFile *> durable;
     for (BatchedFile &f : group.files) {
         names_.erase(key(f));
         if (!synced) {
@@ -179,16 +182,42 @@ SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
         f.durable = true;
         hooks_.durable(f);
         drop_written_pages(f.part.fd());
-        f.part.close_fd().ignore(); // synced already; the name is what is left to publish
+        durable.push_back(&f);
+    }
+    close_parts(durable);
+    Group named;
+    for (BatchedFile *f : durable) {
         std::string final_name;
-        if (Status s = publish_synced(f.part, steps_for(f), &final_name); !s) {
-            hooks_.failed(f, std::move(s));
+        if (Status s = publish_synced(f->part, steps_for(*f), &final_name); !s) {
+            hooks_.failed(*f, std::move(s));
             continue;
         }
-        f.target = f.part.dir_path() + "/" + final_name;
-        named.files.push_back(std::move(f));
+        f->target = f->part.dir_path() + "/" + final_name;
+        named.files.push_back(std::move(*f));
     }
     return named;
+}
+
+// Durable files let go of their descriptors before their renames. Leaves in |files| those closed.
+void SmallFileBatch::close_parts(std::vector<BatchedFile *> &files)
+{
+    if (!closer_) {
+        for (BatchedFile *f : files)
+            f->part.close_fd().ignore(); // synced already; the name is what is left to publish
+        return;
+    }
+    std::vector<PartFile *> parts;
+    for (BatchedFile *f : files)
+        parts.push_back(&f->part);
+    std::vector<Status> closed = closer_->close_all(parts);
+    std::vector<BatchedFile *> kept;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        if (closed[i])
+            kept.push_back(files[i]);
+        else
+            hooks_.failed(*files[i], std::move(closed[i]));
+    }
+    files = std::move(kept);
 }
 
 // Renamed files wait for a syncfs that starts after their renames.
@@ -280,8 +309,26 @@ void SmallFileBatch::flush()
     reap_names(true);
 }
 
+// Part files about to be removed unpublished: closed side by side first where each close sleeps, so a cancel
+// does not wait 100 ms a file.
+void SmallFileBatch::close_unpublished()
+{
+    if (!closer_)
+        return;
+    std::vector<PartFile *> parts;
+    auto take = [&](Group &group) {
+        for (BatchedFile &f : group.files)
+            parts.push_back(&f.part);
+    };
+    take(filling_);
+    for (Group &group : syncing_)
+        take(group);
+    closer_->close_all(parts); // their results don't matter: the files go
+}
+
 void SmallFileBatch::discard()
 {
+    close_unpublished();
     filling_ = {};   // part files go with their PartFile
     syncing_.clear();
     names_.clear();
