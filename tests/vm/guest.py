@@ -667,6 +667,10 @@ def services():
     run(["udevadm", "trigger", "--action=add"], check=False)
     run(["udevadm", "settle", "--timeout=60"], check=False)
     run(["dbus-daemon", "--system", "--fork"])
+    # As systemd would start it; without systemd the bus could too, through its setuid launch helper.
+    if os.path.exists("/usr/lib/polkit-1/polkitd"):
+        subprocess.Popen(["runuser", "-u", "polkitd", "--", "/usr/lib/polkit-1/polkitd", "--no-debug"],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "polkitd.log"), "w"))
     subprocess.Popen(["/usr/libexec/udisks2/udisksd"], stdout=subprocess.DEVNULL,
                      stderr=open(os.path.join(WORK, "udisksd.log"), "w"))
     if not wait_for(lambda: run(["udisksctl", "status"], check=False).returncode == 0, 60):
