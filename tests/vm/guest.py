@@ -715,7 +715,13 @@ def desktop_stick(fs):
     unmount()
     run(FILESYSTEMS[fs][0] + [DEV])
     run(["udevadm", "trigger", "--action=change", "--settle", DEV], check=False)
-    mnt = udisks_mount(USER)
+    try:
+        mnt = udisks_mount(USER)
+    except RuntimeError:
+        for log in ("polkitd.log", "udisksd.log"):
+            path = os.path.join(WORK, log)
+            diag(f"{log}: {open(path).read()[-800:] if os.path.exists(path) else 'none'}")
+        raise
     opts = mount_options(mnt)
     diag(f"{fs} as the desktop mounts it: {mnt}: {','.join(opts)}")
     tap(fs != "vfat" or "flush" in opts, f"{fs}: UDisks2 mounted it for {USER} with flush", ",".join(opts))
