@@ -359,7 +359,7 @@ def strace_close_costs(src, mnt):
     if not shutil.which("strace"):
         return
     clear_stick(mnt)
-    out = os.path.join(WORK, "strace.txt")
+    out = "/tmp/sanecopy-strace.txt"  # the user writes it
     run(as_user(USER, ["strace", "-f", "-o", out, "-T", "-e",
                        "trace=openat,close,fsync,fdatasync,syncfs,renameat2,fallocate,ftruncate",
                        "sanecp", src, mnt + "/"]), check=False)
