@@ -2,6 +2,7 @@
 #include "parallel_closer.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace sanecopy {
 
@@ -9,6 +10,7 @@ ParallelCloser::ParallelCloser(std::size_t threads) : max_threads_(std::max<std:
 
 ParallelCloser::~ParallelCloser()
 {
+    wait();
     {
         std::lock_guard lock(mutex_);
         stop_ = true;
@@ -18,40 +20,43 @@ ParallelCloser::~ParallelCloser()
         t.join();
 }
 
-std::vector<Status> ParallelCloser::close_all(const std::vector<PartFile *> &parts)
+void ParallelCloser::start(std::vector<PartFile *> parts)
 {
-    std::vector<Status> results(parts.size());
-    if (parts.empty())
-        return results;
-    std::unique_lock lock(mutex_);
+    wait();
+    std::lock_guard lock(mutex_);
     // As many threads as this round can keep busy, up to the limit; they stay for the next rounds.
     while (threads_.size() < std::min(max_threads_, parts.size()))
         threads_.emplace_back([this] { loop(); });
-    parts_ = &parts;
-    results_ = &results;
+    parts_ = std::move(parts);
+    results_.assign(parts_.size(), Status());
     next_ = 0;
     finished_ = 0;
     work_.notify_all();
-    done_.wait(lock, [&] { return finished_ == parts.size(); });
-    parts_ = nullptr;
-    results_ = nullptr;
-    return results;
+}
+
+std::vector<Status> ParallelCloser::wait()
+{
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return finished_ == parts_.size(); });
+    parts_.clear();
+    finished_ = 0;
+    return std::exchange(results_, {});
 }
 
 void ParallelCloser::loop()
 {
     std::unique_lock lock(mutex_);
     for (;;) {
-        work_.wait(lock, [&] { return stop_ || (parts_ && next_ < parts_->size()); });
+        work_.wait(lock, [&] { return stop_ || next_ < parts_.size(); });
         if (stop_)
             return;
         const std::size_t i = next_++;
-        PartFile *part = (*parts_)[i];
+        PartFile *part = parts_[i];
         lock.unlock();
         Status closed = part->close_fd();
         lock.lock();
-        (*results_)[i] = std::move(closed);
-        if (++finished_ == parts_->size())
+        results_[i] = std::move(closed);
+        if (++finished_ == parts_.size())
             done_.notify_all();
     }
 }

@@ -5,10 +5,11 @@
 // uninterruptibly in the closing thread (fat_file_release, fs/fat/file.c): 2,000 small files closed one after
 // another wait 200 s for nothing. The sleep is per thread, so N closers wait 100 ms for N files.
 //
-// Contract: close_all() closes every part file's descriptor (PartFile::close_fd, through the syscall seam), at
-// most |threads| at a time, and returns once all are closed, with each file's own result in the order given: a
-// failed close is reported against its file. Only the descriptors change hands; the names stay with their
-// PartFiles, on the caller's thread. The threads start when first needed and end with the closer.
+// Contract: start() has every part file's descriptor closed (PartFile::close_fd, through the syscall seam), at
+// most |threads| at a time, while the caller goes on; wait() returns once all are closed, with each file's own
+// result in the order given: a failed close is reported against its file. The PartFiles must stay where they are
+// until then; only their descriptors are touched, the names stay with the caller. One round at a time: start()
+// waits for the round before. The threads start when first needed and end with the closer, after its last round.
 #pragma once
 
 #include "publish.h"
@@ -29,8 +30,14 @@ public:
     ParallelCloser(const ParallelCloser &) = delete;
     ParallelCloser &operator=(const ParallelCloser &) = delete;
 
-    // Not reentrant: one caller at a time (the job's thread).
-    std::vector<Status> close_all(const std::vector<PartFile *> &parts);
+    // One caller (the job's thread).
+    void start(std::vector<PartFile *> parts);
+    std::vector<Status> wait();
+    std::vector<Status> close_all(std::vector<PartFile *> parts)
+    {
+        start(std::move(parts));
+        return wait();
+    }
 
 private:
     void loop();
@@ -39,8 +46,8 @@ private:
     std::mutex mutex_;
     std::condition_variable work_;
     std::condition_variable done_;
-    const std::vector<PartFile *> *parts_ = nullptr; // the round being closed
-    std::vector<Status> *results_ = nullptr;
+    std::vector<PartFile *> parts_; // the round being closed
+    std::vector<Status> results_;
     std::size_t next_ = 0;     // the next file a thread takes
     std::size_t finished_ = 0; // files closed in this round
     bool stop_ = false;

@@ -117,7 +117,10 @@ bool SmallFileBatch::holds(int dir, const std::string &name) const
     return names_.count({dir, folded}) > 0;
 }
 
-bool SmallFileBatch::empty() const { return filling_.files.empty() && syncing_.empty() && naming_.empty(); }
+bool SmallFileBatch::empty() const
+{
+    return filling_.files.empty() && syncing_.empty() && naming_.empty() && closing_.files.empty();
+}
 
 PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
 {
@@ -147,7 +150,9 @@ void SmallFileBatch::hand_off()
     if (filling_.files.empty())
         return;
     if (mode_ != WritebackMode::Windows || sync_ == GroupSync::Inline) {
-        if (mode_ == WritebackMode::Windows)
+        if (mode_ == WritebackMode::Windows && closer_)
+            settle_closing(filling_);
+        else if (mode_ == WritebackMode::Windows)
             settle_inline(filling_);
         else
             settle_each(filling_);
@@ -262,6 +267,77 @@ void SmallFileBatch::settle_inline(Group &group)
         publish_group(named, sync());
 }
 
+Status SmallFileBatch::sync_now(const BatchedFile &any) const
+{
+    return sys().syncfs(any.part.dir()->get()) < 0 ? Status::destination(errno, "syncfs", any.part.dir_path())
+                                                   : Status();
+}
+
+// settle_inline where closes sleep: one syncfs makes this group's data and the group before's renames durable,
+// and this group's closes run while the job writes the next one.
+void SmallFileBatch::settle_closing(Group &group)
+{
+    Group named = finish_closing(); // the group before: closed by now, or nearly
+    const Status synced = sync_now(group.files.front());
+    if (!named.files.empty())
+        publish_group(named, synced);
+    start_closing(group, synced);
+}
+
+// A group's data is on the device (or |synced| says why not): count it, drop its pages, and start its closes. Its
+// names stay taken (names_) until it is renamed.
+void SmallFileBatch::start_closing(Group &group, const Status &synced)
+{
+    for (BatchedFile &f : group.files) {
+        if (!synced) {
+            names_.erase(key(f));
+            hooks_.failed(f, synced.for_path(f.part.display_path()));
+            continue;
+        }
+        f.durable = true;
+        hooks_.durable(f);
+        drop_written_pages(f.part.fd());
+        closing_.files.push_back(std::move(f));
+    }
+    std::vector<PartFile *> parts; // once closing_ is complete: its files stay where they are until renamed
+    for (BatchedFile &f : closing_.files)
+        parts.push_back(&f.part);
+    closer_->start(std::move(parts));
+}
+
+// The closing group, closed: verified and renamed, or failed. Returns the files renamed.
+SmallFileBatch::Group SmallFileBatch::finish_closing()
+{
+    Group named;
+    if (closing_.files.empty())
+        return named;
+    std::vector<Status> closed = closer_->wait();
+    for (std::size_t i = 0; i < closing_.files.size(); ++i) {
+        BatchedFile &f = closing_.files[i];
+        names_.erase(key(f));
+        std::string final_name;
+        Status s = std::move(closed[i]);
+        if (s)
+            s = publish_synced(f.part, steps_for(f), &final_name);
+        if (!s) {
+            hooks_.failed(f, std::move(s));
+            continue;
+        }
+        f.target = f.part.dir_path() + "/" + final_name;
+        named.files.push_back(std::move(f));
+    }
+    closing_ = {};
+    return named;
+}
+
+// The last group's renames, and a syncfs for them.
+void SmallFileBatch::flush_closing()
+{
+    Group named = finish_closing();
+    if (!named.files.empty())
+        publish_group(named, sync_now(named.files.front()));
+}
+
 // Without a syncfs that reaches the device: each file's data, then each folder's renames.
 void SmallFileBatch::settle_each(Group &group)
 {
@@ -301,6 +377,7 @@ void SmallFileBatch::settle_each(Group &group)
 void SmallFileBatch::flush()
 {
     hand_off();
+    flush_closing();
     while (!syncing_.empty()) {
         Group group = std::move(syncing_.front());
         syncing_.pop_front();
@@ -328,6 +405,8 @@ void SmallFileBatch::close_unpublished()
 
 void SmallFileBatch::discard()
 {
+    // Durable already, and closing: renamed and reported once their names are durable, like those renamed before.
+    flush_closing();
     close_unpublished();
     filling_ = {};   // part files go with their PartFile
     syncing_.clear();

@@ -20,9 +20,10 @@
 //
 // Whatever is not published when the batch goes (cancel, a device error) has its part file removed.
 //
-// On a vfat mount with "flush" (BatchLimits::closers) a group's part files are closed side by side once the
-// group is durable and before any of them is renamed: each close sleeps 100 ms there, whoever calls it. A close
-// that fails is reported against its file, which is then not published.
+// On a vfat mount with "flush" (BatchLimits::closers) each close of a written file sleeps 100 ms, whoever calls
+// it. There a group's part files are closed side by side once the group is durable, while the job writes the next
+// group; once closed they are renamed, and the next group's syncfs makes their names durable with its own data.
+// A close that fails is reported against its file, which is then not published.
 #pragma once
 
 #include "device_probe.h"
@@ -111,6 +112,11 @@ private:
     void settle_each(Group &group);
     void close_parts(std::vector<BatchedFile *> &files);
     void close_unpublished();
+    Status sync_now(const BatchedFile &any) const;
+    void settle_closing(Group &group);
+    void start_closing(Group &group, const Status &synced);
+    Group finish_closing();
+    void flush_closing();
     PublishSteps steps_for(const BatchedFile &f) const;
 
     WritebackMode mode_;
@@ -122,6 +128,7 @@ private:
     Group filling_;
     std::deque<Group> syncing_;   // data sync requested
     std::deque<Group> naming_;    // renamed, name sync requested
+    Group closing_;               // durable, closes in flight (closer_), renamed once closed
     std::set<std::pair<int, std::string>> names_; // of files not renamed yet
     SharedDirFd sync_dir_;        // what the Syncer's syncfs is called on
     std::unique_ptr<Syncer> syncer_;

@@ -379,15 +379,19 @@ struct BatchOutcome {
     std::vector<std::pair<std::string, Status>> failed;
 };
 
-// |files| small files through a batch on |t| with |closers|, the way copy_job hands them over.
-BatchOutcome run_batch(const TempDir &t, int files, std::size_t closers)
+// |files| small files through a batch on |t| with |closers|, the way copy_job hands them over; then the batch
+// is flushed, or discarded as a cancel does.
+BatchOutcome run_batch(const TempDir &t, int files, std::size_t closers, bool discard = false)
 {
     auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     BatchOutcome out;
     SmallFileBatch::Hooks hooks;
     hooks.durable = [](const BatchedFile &) {};
     hooks.failed = [&](BatchedFile &f, Status s) { out.failed.emplace_back(f.source, std::move(s)); };
-    hooks.published = [&](BatchedFile &f) { out.published.push_back(f.target); };
+    hooks.published = [&](BatchedFile &f) {
+        CHECK_FALSE(f.part.valid()); // closed before it took its name
+        out.published.push_back(f.target);
+    };
     BatchLimits limits{1 << 20, 64};
     limits.closers = closers;
     SmallFileBatch batch(WritebackMode::Windows, GroupSync::Inline, limits, true, hooks);
@@ -398,7 +402,10 @@ BatchOutcome run_batch(const TempDir &t, int files, std::size_t closers)
         REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
         batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}});
     }
-    batch.flush();
+    if (discard)
+        batch.discard();
+    else
+        batch.flush();
     CHECK(batch.empty());
     return out;
 }
@@ -422,6 +429,21 @@ TEST_CASE("small files on a vfat flush mount: part files close side by side, and
     CHECK(fs.most_closing.load() > 4);
     // One after another they would take 96 x 20 ms.
     CHECK(took < std::chrono::milliseconds(96 * 20 / 2));
+}
+
+TEST_CASE("small files on a vfat flush mount: a cancel publishes the durable group still closing, removes the rest")
+{
+    TempDir t;
+    FlushMount fs;
+    ScopedSyscalls seam(fs);
+    // The first group is 64 / 16 = 4 files: handed off, synced and closing when the batch is discarded.
+    BatchOutcome out = run_batch(t, 6, 8, true);
+    CHECK(out.failed.empty());
+    CHECK(out.published.size() == 4);
+    CHECK(read_file(t / "f3") == "f3");
+    CHECK_FALSE(exists(t / "f4"));
+    CHECK_FALSE(exists(t / "f5"));
+    CHECK(part_files(t.path()).empty());
 }
 
 TEST_CASE("small files elsewhere: part files close one after another on the job's thread")

@@ -724,7 +724,8 @@ def desktop_stick(fs):
         raise
     opts = mount_options(mnt)
     diag(f"{fs} as the desktop mounts it: {mnt}: {','.join(opts)}")
-    tap(fs != "vfat" or "flush" in opts, f"{fs}: UDisks2 mounted it for {USER} with flush", ",".join(opts))
+    if fs == "vfat":
+        tap("flush" in opts, f"{fs}: UDisks2 mounted it with flush", ",".join(opts))
     tap(f"uid={USER_UID}" in opts, f"{fs}: UDisks2 mounted it for {USER} (uid={USER_UID})", ",".join(opts))
     return mnt
 
