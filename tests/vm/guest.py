@@ -389,7 +389,7 @@ def scenario_big_desktop(fs):
         dd, _, _ = timed(as_user(USER, ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct",
                                         "status=none"]), mnt)
         clear_stick(mnt)
-        cp, cp_ret, _ = timed(as_user(USER, ["cp", src, f"{mnt}/cp.bin"]), mnt)
+        cp, cp_ret, cp_peak = timed(as_user(USER, ["cp", src, f"{mnt}/cp.bin"]), mnt)
         clear_stick(mnt)
         rc, secs, peak, ahead, left, _, err = sanecp([src, mnt + "/"], user=USER)
         diag(f"{fs}/desktop: {BIG // MiB} MiB as {USER}: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s "
@@ -404,7 +404,7 @@ def scenario_big_desktop(fs):
     finally:
         desktop_unmount()
     return {"fs": f"{fs} (desktop)", "dd": dd, "cp": cp, "sanecp": secs, "ratio": secs / min(dd, cp), "peak": peak,
-            "cp_peak": 0}
+            "cp_peak": cp_peak}
 
 
 def scenario_small_desktop(fs):
