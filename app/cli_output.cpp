@@ -79,6 +79,13 @@ std::string json_device(const DeviceInfo &d)
            (d.limits.max_file_size == UINT64_MAX ? std::string("null") : std::to_string(d.limits.max_file_size));
     out += std::string(",\"fat_names\":") + (d.limits.forbids_fat_chars ? "true" : "false");
     out += std::string(",\"writeback\":\"") + mode + "\"";
+    // The mount options that change the strategy (engine/device_probe.h, MountFlags).
+    const MountFlags &m = d.mount_flags;
+    out += std::string(",\"flush\":") + (m.flush ? "true" : "false");
+    out += std::string(",\"sync\":") + (m.sync ? "true" : "false");
+    out += std::string(",\"dirsync\":") + (m.dirsync ? "true" : "false");
+    out += ",\"mount_owner\":" + (m.owner_uid ? std::to_string(*m.owner_uid) : std::string("null"));
+    out += std::string(",\"runs_as_owner\":") + (d.runs_as_owner ? "true" : "false");
     return out + "}";
 }
 

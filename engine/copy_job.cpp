@@ -156,6 +156,9 @@ struct FinishedDir {
     struct timespec mtime;
 };
 
+// Closes in flight at once on a vfat "flush" mount (small_batch.h, BatchLimits::closers).
+constexpr std::size_t kFlushClosers = 64;
+
 // A big file's resume point (CopySession::checkpoint): its size and allocation on the device, and once its
 // folder entry, so a crash or a pulled stick leaves a part file the next run finds and goes on from.
 std::function<Status()> make_checkpoint(PartFile &part, DataSync how)
@@ -446,6 +449,11 @@ void JobRunner::start(JobPlan &plan)
     BatchLimits limits{spec_.batch_bytes, spec_.batch_files};
     if (struct rlimit rl {}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         limits.max_files = std::max<std::size_t>(8, std::min<std::size_t>(limits.max_files, rl.rlim_cur / 8));
+    // Where each close sleeps 100 ms (vfat "flush", as UDisks2 mounts FAT), a group's closes go side by side:
+    // 64 at a time make 2,000 files' closes about 3 s instead of 200 s, and hold no more descriptors than the
+    // group already does.
+    if (device_.mount_flags.flush)
+        limits.closers = kFlushClosers;
     batch_ = std::make_unique<SmallFileBatch>(device_.writeback, device_.group_sync, limits, folds_case(),
                                               batch_hooks());
 }

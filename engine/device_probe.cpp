@@ -646,6 +646,30 @@ std::string detect_fs_type(const std::string &device, unsigned major_no, unsigne
     return probe_fs_type_with_blkid(device);
 }
 
+MountFlags parse_mount_flags(const MountEntry &mount)
+{
+    MountFlags flags;
+    // sync and dirsync are the superblock's flags, shown among the filesystem's options; a bind mount can't
+    // change them, but both lists are read so a kernel that moves one does not hide it.
+    for (const std::string *list : {&mount.options, &mount.super_options}) {
+        for (std::string_view option : split(*list, ',')) {
+            uint32_t uid = 0;
+            if (option == "flush")
+                flags.flush = true;
+            else if (option == "sync")
+                flags.sync = true;
+            else if (option == "dirsync")
+                flags.dirsync = true;
+            else if ((option.substr(0, 4) == "uid=" && parse_number(option.substr(4), uid)) ||
+                     (option.substr(0, 8) == "user_id=" && parse_number(option.substr(8), uid)))
+                flags.owner_uid = uid;
+        }
+    }
+    if (!flags.owner_uid && (mount.fs_type == "vfat" || mount.fs_type == "msdos"))
+        flags.owner_uid = 0;
+    return flags;
+}
+
 namespace {
 
 // The mount that holds |path| on the device |st_dev|, filling mount point and type into |info|.
@@ -668,6 +692,8 @@ void probe_mount(const std::string &path, dev_t st_dev, DeviceInfo &info)
         info.mount_point = mount->mount_point;
         info.fs_type = mount->fs_type;
         info.fs_subtype = mount->fs_subtype;
+        info.mount_flags = parse_mount_flags(*mount);
+        info.runs_as_owner = !info.mount_flags.owner_uid || *info.mount_flags.owner_uid == sys().geteuid();
     }
     if (mount && mount->fs_type == "fuseblk") {
         probe_block_source(*mount, info);

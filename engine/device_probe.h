@@ -93,6 +93,22 @@ enum class GroupSync {
     Inline,
 };
 
+// The mount options that change how a copy should go, from mountinfo's per-mount and filesystem options.
+struct MountFlags {
+    // vfat "flush" (UDisks2 sets it): the last close of a file that was open for writing writes its inode out and
+    // then sleeps 100 ms uninterruptibly (fat_file_release, fs/fat/file.c). The sleep is per closing thread, so
+    // closes one after another cost 100 ms a file, closes side by side 100 ms together.
+    bool flush = false;
+    bool sync = false;    // every write goes to the device before it returns
+    bool dirsync = false; // every change to a folder does
+    // Who owns every file on it (FAT, exFAT and NTFS have no owners of their own: uid=, or FUSE's user_id=; vfat
+    // does not show uid=0). nullopt where files have owners of their own.
+    std::optional<uint32_t> owner_uid;
+};
+
+// Pure: the flags of one mount.
+MountFlags parse_mount_flags(const MountEntry &mount);
+
 struct DeviceInfo {
     std::string mount_point;
     std::string fs_type;        // mountinfo type, subtype split off ("fuseblk", "ext4", "fuse")
@@ -111,6 +127,10 @@ struct DeviceInfo {
     WritebackMode writeback = WritebackMode::Windows;
     DataSync data_sync = DataSync::File;
     GroupSync group_sync = GroupSync::Inline;
+    MountFlags mount_flags;
+    // This process's effective uid owns the mount (or files there have owners of their own). Not owning a FAT
+    // mount, it can't set a file's time (EPERM), only write the file.
+    bool runs_as_owner = true;
 
     bool is_tmpfs() const { return writeback == WritebackMode::None; }
     // Jobs that share this key share a writer (one writer per device).

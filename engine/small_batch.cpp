@@ -2,6 +2,7 @@
 #include "small_batch.h"
 
 #include "page_cache_policy.h"
+#include "parallel_closer.h"
 #include "sys.h"
 
 #include <algorithm>
@@ -90,6 +91,8 @@ SmallFileBatch::SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits l
 {
     group_.max_bytes = std::max<uint64_t>(1, limits_.max_bytes / 16);
     group_.max_files = std::max<std::size_t>(1, limits_.max_files / 16);
+    if (limits_.closers > 1)
+        closer_ = std::make_unique<ParallelCloser>(limits_.closers);
 }
 
 SmallFileBatch::~SmallFileBatch() { discard(); }
@@ -114,7 +117,10 @@ bool SmallFileBatch::holds(int dir, const std::string &name) const
     return names_.count({dir, folded}) > 0;
 }
 
-bool SmallFileBatch::empty() const { return filling_.files.empty() && syncing_.empty() && naming_.empty(); }
+bool SmallFileBatch::empty() const
+{
+    return filling_.files.empty() && syncing_.empty() && naming_.empty() && closing_.files.empty();
+}
 
 PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
 {
@@ -144,7 +150,9 @@ void SmallFileBatch::hand_off()
     if (filling_.files.empty())
         return;
     if (mode_ != WritebackMode::Windows || sync_ == GroupSync::Inline) {
-        if (mode_ == WritebackMode::Windows)
+        if (mode_ == WritebackMode::Windows && closer_)
+            settle_closing(filling_);
+        else if (mode_ == WritebackMode::Windows)
             settle_inline(filling_);
         else
             settle_each(filling_);
@@ -165,11 +173,11 @@ void SmallFileBatch::hand_off()
     reap_names(false);
 }
 
-// A group's data is on the device (or |synced| says why not): count it, drop its pages, verify and rename.
+// A group's data is on the device (or |synced| says why not): count it, drop its pages, close, verify and rename.
 // Returns the files renamed, whose renames are yet to be made durable.
 SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
 {
-    Group named;
+    std::vector<BatchedFile *> durable;
     for (BatchedFile &f : group.files) {
         names_.erase(key(f));
         if (!synced) {
@@ -179,16 +187,42 @@ SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
         f.durable = true;
         hooks_.durable(f);
         drop_written_pages(f.part.fd());
-        f.part.close_fd().ignore(); // synced already; the name is what is left to publish
+        durable.push_back(&f);
+    }
+    close_parts(durable);
+    Group named;
+    for (BatchedFile *f : durable) {
         std::string final_name;
-        if (Status s = publish_synced(f.part, steps_for(f), &final_name); !s) {
-            hooks_.failed(f, std::move(s));
+        if (Status s = publish_synced(f->part, steps_for(*f), &final_name); !s) {
+            hooks_.failed(*f, std::move(s));
             continue;
         }
-        f.target = f.part.dir_path() + "/" + final_name;
-        named.files.push_back(std::move(f));
+        f->target = f->part.dir_path() + "/" + final_name;
+        named.files.push_back(std::move(*f));
     }
     return named;
+}
+
+// Durable files let go of their descriptors before their renames. Leaves in |files| those closed.
+void SmallFileBatch::close_parts(std::vector<BatchedFile *> &files)
+{
+    if (!closer_) {
+        for (BatchedFile *f : files)
+            f->part.close_fd().ignore(); // synced already; the name is what is left to publish
+        return;
+    }
+    std::vector<PartFile *> parts;
+    for (BatchedFile *f : files)
+        parts.push_back(&f->part);
+    std::vector<Status> closed = closer_->close_all(parts);
+    std::vector<BatchedFile *> kept;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        if (closed[i])
+            kept.push_back(files[i]);
+        else
+            hooks_.failed(*files[i], std::move(closed[i]));
+    }
+    files = std::move(kept);
 }
 
 // Renamed files wait for a syncfs that starts after their renames.
@@ -233,6 +267,77 @@ void SmallFileBatch::settle_inline(Group &group)
         publish_group(named, sync());
 }
 
+Status SmallFileBatch::sync_now(const BatchedFile &any) const
+{
+    return sys().syncfs(any.part.dir()->get()) < 0 ? Status::destination(errno, "syncfs", any.part.dir_path())
+                                                   : Status();
+}
+
+// settle_inline where closes sleep: one syncfs makes this group's data and the group before's renames durable,
+// and this group's closes run while the job writes the next one.
+void SmallFileBatch::settle_closing(Group &group)
+{
+    Group named = finish_closing(); // the group before: closed by now, or nearly
+    const Status synced = sync_now(group.files.front());
+    if (!named.files.empty())
+        publish_group(named, synced);
+    start_closing(group, synced);
+}
+
+// A group's data is on the device (or |synced| says why not): count it, drop its pages, and start its closes. Its
+// names stay taken (names_) until it is renamed.
+void SmallFileBatch::start_closing(Group &group, const Status &synced)
+{
+    for (BatchedFile &f : group.files) {
+        if (!synced) {
+            names_.erase(key(f));
+            hooks_.failed(f, synced.for_path(f.part.display_path()));
+            continue;
+        }
+        f.durable = true;
+        hooks_.durable(f);
+        drop_written_pages(f.part.fd());
+        closing_.files.push_back(std::move(f));
+    }
+    std::vector<PartFile *> parts; // once closing_ is complete: its files stay where they are until renamed
+    for (BatchedFile &f : closing_.files)
+        parts.push_back(&f.part);
+    closer_->start(std::move(parts));
+}
+
+// The closing group, closed: verified and renamed, or failed. Returns the files renamed.
+SmallFileBatch::Group SmallFileBatch::finish_closing()
+{
+    Group named;
+    if (closing_.files.empty())
+        return named;
+    std::vector<Status> closed = closer_->wait();
+    for (std::size_t i = 0; i < closing_.files.size(); ++i) {
+        BatchedFile &f = closing_.files[i];
+        names_.erase(key(f));
+        std::string final_name;
+        Status s = std::move(closed[i]);
+        if (s)
+            s = publish_synced(f.part, steps_for(f), &final_name);
+        if (!s) {
+            hooks_.failed(f, std::move(s));
+            continue;
+        }
+        f.target = f.part.dir_path() + "/" + final_name;
+        named.files.push_back(std::move(f));
+    }
+    closing_ = {};
+    return named;
+}
+
+// The last group's renames, and a syncfs for them.
+void SmallFileBatch::flush_closing()
+{
+    Group named = finish_closing();
+    if (!named.files.empty())
+        publish_group(named, sync_now(named.files.front()));
+}
+
 // Without a syncfs that reaches the device: each file's data, then each folder's renames.
 void SmallFileBatch::settle_each(Group &group)
 {
@@ -272,6 +377,7 @@ void SmallFileBatch::settle_each(Group &group)
 void SmallFileBatch::flush()
 {
     hand_off();
+    flush_closing();
     while (!syncing_.empty()) {
         Group group = std::move(syncing_.front());
         syncing_.pop_front();
@@ -280,8 +386,28 @@ void SmallFileBatch::flush()
     reap_names(true);
 }
 
+// Part files about to be removed unpublished: closed side by side first where each close sleeps, so a cancel
+// does not wait 100 ms a file.
+void SmallFileBatch::close_unpublished()
+{
+    if (!closer_)
+        return;
+    std::vector<PartFile *> parts;
+    auto take = [&](Group &group) {
+        for (BatchedFile &f : group.files)
+            parts.push_back(&f.part);
+    };
+    take(filling_);
+    for (Group &group : syncing_)
+        take(group);
+    closer_->close_all(parts); // their results don't matter: the files go
+}
+
 void SmallFileBatch::discard()
 {
+    // Durable already, and closing: renamed and reported once their names are durable, like those renamed before.
+    flush_closing();
+    close_unpublished();
     filling_ = {};   // part files go with their PartFile
     syncing_.clear();
     names_.clear();

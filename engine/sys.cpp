@@ -109,6 +109,7 @@ int Syscalls::raw_utimensat(int dirfd, const char *path, const struct timespec t
 }
 int Syscalls::raw_fcntl_setfl(int fd, int flags) { return ::fcntl(fd, F_SETFL, flags); }
 int Syscalls::raw_flock(int fd, int operation) { return ::flock(fd, operation); }
+uid_t Syscalls::raw_geteuid() { return ::geteuid(); }
 
 int Syscalls::raw_list_dir(int dirfd, std::vector<std::string> &names)
 {

@@ -124,6 +124,7 @@ public:
     }
     int fcntl_setfl(int fd, int flags) { return retry_eintr([&] { return raw_fcntl_setfl(fd, flags); }); }
     int flock(int fd, int operation) { return retry_eintr([&] { return raw_flock(fd, operation); }); }
+    uid_t geteuid() { return raw_geteuid(); }
     // Lists a directory's entries (without "." and ".."). Returns 0 or -1 with errno. Reads through a duplicate
     // of |dirfd|, which stays open and untouched.
     int list_dir(int dirfd, std::vector<std::string> &names)
@@ -165,6 +166,7 @@ protected:
     virtual int raw_utimensat(int dirfd, const char *path, const struct timespec times[2], int flags);
     virtual int raw_fcntl_setfl(int fd, int flags);
     virtual int raw_flock(int fd, int operation);
+    virtual uid_t raw_geteuid();
     virtual int raw_list_dir(int dirfd, std::vector<std::string> &names);
 };
 

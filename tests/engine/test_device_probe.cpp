@@ -60,6 +60,7 @@ public:
     struct statfs folder_statfs {};
     std::string mountinfo_fixture; // served as /proc/self/mountinfo
     std::map<std::string, dev_t> block_nodes;
+    uid_t euid = 1000;    // who the probe runs as
 
     int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
     {
@@ -95,6 +96,7 @@ public:
         }
         return Syscalls::raw_fstatat(dirfd, redirect(path).c_str(), st, flags);
     }
+    uid_t raw_geteuid() override { return euid; }
     ssize_t raw_readlinkat(int dirfd, const char *path, char *buf, size_t len) override
     {
         if (folder_fd_ >= 0 && path == "/proc/self/fd/" + std::to_string(folder_fd_)) {
@@ -215,6 +217,41 @@ TEST_CASE("mountinfo: malformed lines are skipped and the rest kept", "[device_p
 }
 
 // --- find_mount --------------------------------------------------------------------------------------------
+
+TEST_CASE("mount flags: UDisks2's vfat has flush and its user as owner, exFAT and NTFS no flush", "[device_probe]")
+{
+    auto mounts = fixture_mounts("udisks_sticks.txt");
+    const MountFlags vfat = parse_mount_flags(by_id(mounts, 61));
+    CHECK(vfat.flush);
+    CHECK_FALSE(vfat.sync);
+    CHECK_FALSE(vfat.dirsync);
+    CHECK(vfat.owner_uid == std::optional<uint32_t>(1000));
+    for (int id : {62, 64}) {
+        const MountFlags other = parse_mount_flags(by_id(mounts, id));
+        CHECK_FALSE(other.flush);
+        CHECK(other.owner_uid == std::optional<uint32_t>(1000));
+    }
+}
+
+TEST_CASE("mount flags: sync and dirsync are read, and a vfat without uid= belongs to root", "[device_probe]")
+{
+    auto mounts = fixture_mounts("udisks_sticks.txt");
+    const MountFlags slow = parse_mount_flags(by_id(mounts, 63));
+    CHECK(slow.sync);
+    CHECK(slow.dirsync);
+    CHECK_FALSE(slow.flush);
+    CHECK(slow.owner_uid == std::optional<uint32_t>(0));
+}
+
+TEST_CASE("mount flags: FUSE's user_id= owns the mount, ext4 files have owners of their own", "[device_probe]")
+{
+    auto mounts = fixture_mounts("udisks_sticks.txt");
+    CHECK(parse_mount_flags(by_id(mounts, 65)).owner_uid == std::optional<uint32_t>(1000));
+    const MountFlags root = parse_mount_flags(by_id(mounts, 22));
+    CHECK_FALSE(root.owner_uid);
+    CHECK_FALSE(root.flush);
+    CHECK_FALSE(root.sync);
+}
 
 TEST_CASE("find_mount: the longest mount point holding the path wins", "[device_probe]")
 {
@@ -613,6 +650,30 @@ TEST_CASE("probe_device: a FAT stick partition gets FAT limits and an unknown si
     CHECK(info.writeback == WritebackMode::Windows);
     CHECK_FALSE(info.free_bytes);
     CHECK_FALSE(info.total_bytes);
+}
+
+TEST_CASE("probe_device: a stick UDisks2 mounted reports flush, and whether the copier owns the mount",
+          "[device_probe]")
+{
+    auto probe_as = [](uid_t euid) {
+        FixtureMachine machine;
+        machine.folder = "/media/anna/STICK/DCIM";
+        machine.folder_dev = makedev(8, 17);
+        machine.folder_statfs = fake_statfs(kMsdosMagic, 1000, 500);
+        machine.mountinfo_fixture = kFixtures + "/mountinfo/udisks_sticks.txt";
+        machine.euid = euid;
+        ScopedSyscalls seam(machine);
+        auto probed = probe_device(machine.folder);
+        REQUIRE(probed.ok());
+        return probed.value();
+    };
+    const DeviceInfo owner = probe_as(1000);
+    CHECK(owner.mount_point == "/media/anna/STICK");
+    CHECK(owner.mount_flags.flush);
+    CHECK(owner.runs_as_owner);
+    const DeviceInfo root = probe_as(0);
+    CHECK(root.mount_flags.flush);
+    CHECK_FALSE(root.runs_as_owner);
 }
 
 TEST_CASE("probe_device: two partitions of one stick share a device key", "[device_probe]")

@@ -16,9 +16,12 @@
 #include "verify.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <dirent.h>
 #include <fcntl.h>
 #include <mutex>
+#include <set>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -318,6 +321,161 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
     const bool all_here =
         std::all_of(fs.syncers.begin(), fs.syncers.end(), [](auto id) { return id == std::this_thread::get_id(); });
     CHECK(all_here == (mode == GroupSync::Inline));
+}
+
+namespace {
+
+// A vfat "flush" mount as the seam sees it: every close of a part file sleeps (there 100 ms, here 20 ms) in the
+// thread that calls it; counts how many overlap, and fails the close of one chosen part file with EIO.
+struct FlushMount : FaultSyscalls {
+    std::string failing_part;   // ".<name>.part" whose close fails
+    std::mutex mutex;
+    std::set<int> part_fds;
+    int failing_fd = -1;
+    std::atomic<int> closing{0}, most_closing{0}, part_closes{0}, closes_off_job_thread{0};
+    std::thread::id job_thread = std::this_thread::get_id();
+
+    int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
+    {
+        const int fd = FaultSyscalls::raw_openat(dirfd, path, flags, mode);
+        if (fd >= 0 && (flags & O_CREAT)) {
+            std::lock_guard lock(mutex);
+            part_fds.insert(fd);
+            if (path == failing_part)
+                failing_fd = fd;
+        }
+        return fd;
+    }
+    int raw_close(int fd) override
+    {
+        bool part = false, fails = false;
+        {
+            std::lock_guard lock(mutex);
+            part = part_fds.erase(fd) > 0;
+            fails = part && fd == failing_fd;
+            if (fails)
+                failing_fd = -1; // the number goes to another file once closed
+        }
+        if (!part)
+            return FaultSyscalls::raw_close(fd);
+        ++part_closes;
+        closes_off_job_thread += std::this_thread::get_id() != job_thread;
+        const int now = ++closing;
+        for (int seen = most_closing.load(); now > seen && !most_closing.compare_exchange_weak(seen, now);) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        --closing;
+        const int r = FaultSyscalls::raw_close(fd); // the descriptor goes either way, as on Linux
+        if (fails) {
+            errno = EIO;
+            return -1;
+        }
+        return r;
+    }
+};
+
+struct BatchOutcome {
+    std::vector<std::string> published;
+    std::vector<std::pair<std::string, Status>> failed;
+};
+
+// |files| small files through a batch on |t| with |closers|, the way copy_job hands them over; then the batch
+// is flushed, or discarded as a cancel does.
+BatchOutcome run_batch(const TempDir &t, int files, std::size_t closers, bool discard = false)
+{
+    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    BatchOutcome out;
+    SmallFileBatch::Hooks hooks;
+    hooks.durable = [](const BatchedFile &) {};
+    hooks.failed = [&](BatchedFile &f, Status s) { out.failed.emplace_back(f.source, std::move(s)); };
+    hooks.published = [&](BatchedFile &f) {
+        CHECK_FALSE(f.part.valid()); // closed before it took its name
+        out.published.push_back(f.target);
+    };
+    BatchLimits limits{1 << 20, 64};
+    limits.closers = closers;
+    SmallFileBatch batch(WritebackMode::Windows, GroupSync::Inline, limits, true, hooks);
+    for (int i = 0; i < files; ++i) {
+        const std::string name = "f" + std::to_string(i);
+        auto part = PartFile::create(dir, t.path(), name, 0644);
+        REQUIRE(part.ok());
+        REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
+        batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}});
+    }
+    if (discard)
+        batch.discard();
+    else
+        batch.flush();
+    CHECK(batch.empty());
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("small files on a vfat flush mount: part files close side by side, and are renamed once closed")
+{
+    TempDir t;
+    FlushMount fs;
+    ScopedSyscalls seam(fs);
+    const auto started = std::chrono::steady_clock::now();
+    BatchOutcome out = run_batch(t, 96, 16);
+    const auto took = std::chrono::steady_clock::now() - started;
+    CHECK(out.failed.empty());
+    CHECK(out.published.size() == 96);
+    CHECK(read_file(t / "f95") == "f95");
+    CHECK(part_files(t.path()).empty());
+    CHECK(fs.part_closes.load() == 96);
+    CHECK(fs.closes_off_job_thread.load() == 96);
+    CHECK(fs.most_closing.load() > 4);
+    // One after another they would take 96 x 20 ms.
+    CHECK(took < std::chrono::milliseconds(96 * 20 / 2));
+}
+
+TEST_CASE("small files on a vfat flush mount: a cancel publishes the durable group still closing, removes the rest")
+{
+    TempDir t;
+    FlushMount fs;
+    ScopedSyscalls seam(fs);
+    // The first group is 64 / 16 = 4 files: handed off, synced and closing when the batch is discarded.
+    BatchOutcome out = run_batch(t, 6, 8, true);
+    CHECK(out.failed.empty());
+    CHECK(out.published.size() == 4);
+    CHECK(read_file(t / "f3") == "f3");
+    CHECK_FALSE(exists(t / "f4"));
+    CHECK_FALSE(exists(t / "f5"));
+    CHECK(part_files(t.path()).empty());
+}
+
+TEST_CASE("small files elsewhere: part files close one after another on the job's thread")
+{
+    TempDir t;
+    FlushMount fs;
+    ScopedSyscalls seam(fs);
+    BatchOutcome out = run_batch(t, 12, 0);
+    CHECK(out.published.size() == 12);
+    CHECK(fs.part_closes.load() == 12);
+    CHECK(fs.closes_off_job_thread.load() == 0);
+    CHECK(fs.most_closing.load() == 1);
+}
+
+TEST_CASE("small files on a vfat flush mount: a close that fails is reported against its file, which is not published")
+{
+    TempDir t;
+    FlushMount fs;
+    fs.failing_part = ".f7.part";
+    ScopedSyscalls seam(fs);
+    BatchOutcome out = run_batch(t, 20, 8);
+    for (auto &[name, s] : out.failed)
+        UNSCOPED_INFO(name << ": " << s.message());
+    REQUIRE(out.failed.size() == 1);
+    CHECK(out.failed[0].first == "f7");
+    CHECK(out.failed[0].second.err() == EIO);
+    CHECK(out.failed[0].second.on_destination());
+    CHECK(out.failed[0].second.message().find("f7") != std::string::npos);
+    CHECK(out.published.size() == 19);
+    CHECK_FALSE(exists(t / "f7"));
+    CHECK(read_file(t / "f8") == "f8");
+    CHECK(part_files(t.path()).empty());
 }
 
 TEST_CASE("move: on the same filesystem, one rename")

@@ -207,10 +207,10 @@ def make_file(path, size, seed):
     return path
 
 
-def durable_wait():
+def durable_wait(mnt=MNT):
     """Until the stick has nothing dirty or under writeback (what `sync` promises for it), as far as the BDI
     counters can tell (STAT_SLACK)."""
-    run(["sync", "-f", MNT])
+    run(["sync", "-f", mnt])
     deadline = time.monotonic() + 60
     while in_flight() > STAT_SLACK and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -218,28 +218,29 @@ def durable_wait():
         diag(f"after sync the stick still shows {in_flight() / 1024:.0f} KiB dirty or under writeback")
 
 
-def timed(cmd):
+def timed(cmd, mnt=MNT):
     """Time to durable of a plain tool: its run plus a sync of the stick."""
     drop_caches()
     t0 = time.monotonic()
     with Sampler() as s, Requests() as r:
         run(cmd)
         returned = time.monotonic() - t0
-        durable_wait()
+        durable_wait(mnt)
     diag(f"{cmd[0]}: {r}")
     return time.monotonic() - t0, returned, s.peak
 
 
-def sanecp(args, expect_rc=0):
-    """Runs sanecp --json; checks at each progress record that durable_bytes is not ahead of what the device
-    has taken. Returns (rc, seconds, peak in flight, worst lead, left in flight at exit, records, stderr)."""
+def sanecp(args, expect_rc=0, user=None):
+    """Runs sanecp --json (as |user| when given); checks at each progress record that durable_bytes is not ahead
+    of what the device has taken. Returns (rc, seconds, peak in flight, worst lead, left in flight at exit, records,
+    stderr)."""
     drop_caches()
     base = written()
     worst = -1 << 62
     records = []
     t0 = time.monotonic()
     with Sampler() as s, Requests() as r:
-        p = subprocess.Popen(["sanecp", "--json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        p = subprocess.Popen(as_user(user, ["sanecp", "--json", *args]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              errors="replace")
         err = []
         t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
@@ -257,16 +258,21 @@ def sanecp(args, expect_rc=0):
     return rc, seconds, s.peak, worst, left, records, "".join(err)
 
 
-def clear_stick():
-    for name in os.listdir(MNT):
-        path = os.path.join(MNT, name)
+def clear_stick(mnt=MNT):
+    for name in os.listdir(mnt):
+        path = os.path.join(mnt, name)
         if name in ("lost+found", "System Volume Information", "$RECYCLE.BIN"):
             continue
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
         else:
             os.unlink(path)
-    durable_wait()
+    durable_wait(mnt)
+
+
+def as_user(user, cmd):
+    """|cmd| as |user| (runuser keeps no root capability), or as it is when |user| is None."""
+    return cmd if user is None else ["runuser", "-u", user, "--", *cmd]
 
 
 # --- scenarios ---------------------------------------------------------------------------------------------
@@ -334,6 +340,96 @@ def scenario_small(fs):
     tap(secs <= SMALL_RATIO * cp, f"{fs}: small files: <= {SMALL_RATIO}x cp -r + sync", f"{secs / cp:.3f}x")
     tap(left <= STAT_SLACK, f"{fs}: small files: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
     return {"fs": fs, "cp": cp, "sanecp": secs, "ratio": secs / cp, "peak": peak}
+
+
+# The stick as the desktop mounts it: UDisks2's options (vfat: flush, uid=), every tool run as the desktop's user.
+# The scenarios above keep the kernel's default mount, as root.
+SMALL_DESKTOP_SECONDS = 15.0
+
+
+def probe_as_user(mnt):
+    p = run(as_user(USER, ["sanecp", "--probe", mnt]), check=False)
+    diag(f"probe as {USER}: {p.stdout.strip()}")
+    return json.loads(p.stdout) if p.returncode == 0 else {}
+
+
+def strace_close_costs(src, mnt):
+    """Which calls sanecp's publish path makes on a big file and what each costs, as diagnostics: strace's summary of
+    one more (untimed) run."""
+    if not shutil.which("strace"):
+        return
+    clear_stick(mnt)
+    out = "/tmp/sanecopy-strace.txt"  # the user writes it
+    run(as_user(USER, ["strace", "-f", "-o", out, "-T", "-e",
+                       "trace=openat,close,fsync,fdatasync,syncfs,renameat2,fallocate,ftruncate",
+                       "sanecp", src, mnt + "/"]), check=False)
+    def seconds(line):
+        try:
+            return float(line.rsplit("<", 1)[1].rstrip(">\n"))
+        except (IndexError, ValueError):  # "<unfinished ...>" and lines with no time
+            return 0.0
+    lines = [l for l in open(out) if mnt in l or "close(" in l or "sync" in l or "rename" in l]
+    slow = [l.strip() for l in lines if seconds(l) >= 0.05]
+    diag(f"strace: {len(lines)} calls on the stick's path, closes and syncs; those of 50 ms or more:")
+    for line in slow[:20]:
+        diag(f"  {line}")
+
+
+def scenario_big_desktop(fs):
+    """One big file onto the stick as UDisks2 mounts it: sanecp against dd oflag=direct and cp + sync, all as the
+    desktop's user."""
+    src = os.path.join(WORK, "big.bin")
+    if not os.path.exists(src):
+        make_file(src, BIG, 1)
+    mnt = desktop_stick(fs)
+    try:
+        dev = probe_as_user(mnt)
+        tap(dev.get("flush") == (fs == "vfat") and dev.get("runs_as_owner") is True,
+            f"{fs}/desktop: probe: flush {dev.get('flush')}, runs as the mount's owner {dev.get('runs_as_owner')}")
+        dd, _, _ = timed(as_user(USER, ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct",
+                                        "status=none"]), mnt)
+        clear_stick(mnt)
+        cp, cp_ret, cp_peak = timed(as_user(USER, ["cp", src, f"{mnt}/cp.bin"]), mnt)
+        clear_stick(mnt)
+        rc, secs, peak, ahead, left, _, err = sanecp([src, mnt + "/"], user=USER)
+        diag(f"{fs}/desktop: {BIG // MiB} MiB as {USER}: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s "
+             f"(returned {cp_ret:.2f} s), sanecp {secs:.2f} s = {secs / dd:.3f}x dd, peak {peak / MiB:.1f} MiB")
+        tap(rc == 0, f"{fs}/desktop: big file: sanecp exits 0", err.strip()[:200])
+        tap(filecmp.cmp(src, f"{mnt}/big.bin", shallow=False), f"{fs}/desktop: big file: byte-identical")
+        tap(secs <= BIG_RATIO * (1 + NOISE) * dd,
+            f"{fs}/desktop: big file: time to durable <= {BIG_RATIO}x dd oflag=direct (+{NOISE:.0%} noise)",
+            f"{secs:.2f} s against {dd:.2f} s")
+        tap(left <= STAT_SLACK, f"{fs}/desktop: big file: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
+        strace_close_costs(src, mnt)
+    finally:
+        desktop_unmount()
+    return {"fs": f"{fs} (desktop)", "dd": dd, "cp": cp, "sanecp": secs, "ratio": secs / min(dd, cp), "peak": peak,
+            "cp_peak": cp_peak}
+
+
+def scenario_small_desktop(fs):
+    """2000 small files onto the stick as UDisks2 mounts it: sanecp against cp -r + sync, both as the desktop's
+    user. On vfat every close sleeps 100 ms there: cp pays it 2000 times."""
+    tree = os.path.join(WORK, "tree")
+    if not os.path.exists(tree):
+        make_tree(tree, SMALL_FILES, 2)
+    mnt = desktop_stick(fs)
+    try:
+        cp, _, _ = timed(as_user(USER, ["cp", "-r", tree, f"{mnt}/cp"]), mnt)
+        clear_stick(mnt)
+        rc, secs, peak, ahead, left, _, err = sanecp([tree, mnt + "/"], user=USER)
+        diag(f"{fs}/desktop: {SMALL_FILES} small files as {USER}: cp -r + sync {cp:.2f} s, sanecp {secs:.2f} s "
+             f"= {secs / cp:.3f}x, peak {peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB")
+        tap(rc == 0, f"{fs}/desktop: small files: sanecp exits 0", err.strip()[:200])
+        same = run(["diff", "-r", tree, f"{mnt}/tree"], check=False).returncode == 0
+        tap(same, f"{fs}/desktop: small files: every file identical")
+        tap(secs <= SMALL_DESKTOP_SECONDS, f"{fs}/desktop: small files: durable in <= {SMALL_DESKTOP_SECONDS:.0f} s",
+            f"{secs:.2f} s")
+        tap(secs <= SMALL_RATIO * cp, f"{fs}/desktop: small files: <= {SMALL_RATIO}x cp -r + sync", f"{secs / cp:.3f}x")
+        tap(left <= STAT_SLACK, f"{fs}/desktop: small files: nothing dirty at exit", f"{left / 1024:.0f} KiB")
+    finally:
+        desktop_unmount()
+    return {"fs": f"{fs} (desktop)", "cp": cp, "sanecp": secs, "ratio": secs / cp, "peak": peak}
 
 
 def scenario_probe():
@@ -528,14 +624,42 @@ def scenario_kio():
 
 GUI_ENV = dict(os.environ, DISPLAY=":7", QT_QPA_PLATFORM="xcb", XDG_RUNTIME_DIR="/run/sanecopy-gui")
 _desktop_up = False
+_services_up = False
+# The logged-in user of a desktop, whom UDisks2 mounts sticks for; polkit lets this user mount without asking, as
+# an active local session would.
+USER = "anna"
+USER_UID = 1000
+POLKIT_RULE = """polkit.addRule(function(action, subject) {
+    if (action.id.indexOf("org.freedesktop.udisks2.") == 0 && subject.user == "%s")
+        return polkit.Result.YES;
+});
+""" % USER
 
 
-def desktop():
-    """What a desktop session has running for a stick: udev, the system bus, UDisks2, and an X server (Xvfb).
-    Started once, when the window's scenario comes; the earlier scenarios run without them, as a server would."""
-    global _desktop_up
-    if _desktop_up:
+def add_user():
+    if run(["id", "-u", USER], check=False).returncode != 0:
+        run(["useradd", "-m", "-u", str(USER_UID), "-s", "/bin/sh", USER])
+    # The package's postinst made polkitd's user only where systemd-sysusers ran: the D-Bus service wants it.
+    if run(["id", "-u", "polkitd"], check=False).returncode != 0:
+        run(["useradd", "--system", "--no-create-home", "-s", "/usr/sbin/nologin", "polkitd"])
+    rules = "/etc/polkit-1/rules.d"
+    os.makedirs(rules, exist_ok=True)
+    with open(os.path.join(rules, "50-sanecopy-vm.rules"), "w") as f:
+        f.write(POLKIT_RULE)
+    for d in (rules, "/usr/share/polkit-1/rules.d"):
+        if os.path.isdir(d):
+            os.chmod(d, 0o755)
+    os.chmod(os.path.join(rules, "50-sanecopy-vm.rules"), 0o644)
+
+
+def services():
+    """What a desktop has running for a stick: udev, the system bus, polkit (started by the bus when UDisks2 asks)
+    and UDisks2, plus the desktop's user. Started once, when the first scenario that needs them comes; the earlier
+    scenarios run without them, as a server would."""
+    global _services_up
+    if _services_up:
         return
+    add_user()
     run(["systemd-machine-id-setup"], check=False)  # the bus wants a machine id
     os.makedirs("/run/dbus", exist_ok=True)
     os.makedirs(GUI_ENV["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
@@ -543,10 +667,23 @@ def desktop():
     run(["udevadm", "trigger", "--action=add"], check=False)
     run(["udevadm", "settle", "--timeout=60"], check=False)
     run(["dbus-daemon", "--system", "--fork"])
+    # As systemd would start it; without systemd the bus could too, through its setuid launch helper.
+    if os.path.exists("/usr/lib/polkit-1/polkitd"):
+        subprocess.Popen(["runuser", "-u", "polkitd", "--", "/usr/lib/polkit-1/polkitd", "--no-debug"],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(WORK, "polkitd.log"), "w"))
     subprocess.Popen(["/usr/libexec/udisks2/udisksd"], stdout=subprocess.DEVNULL,
                      stderr=open(os.path.join(WORK, "udisksd.log"), "w"))
     if not wait_for(lambda: run(["udisksctl", "status"], check=False).returncode == 0, 60):
         raise RuntimeError("udisksd did not come up: " + open(os.path.join(WORK, "udisksd.log")).read()[-500:])
+    _services_up = True
+
+
+def desktop():
+    """services(), and an X server (Xvfb) for the window."""
+    global _desktop_up
+    if _desktop_up:
+        return
+    services()
     subprocess.Popen(["Xvfb", ":7", "-screen", "0", "1280x1024x24", "-nolisten", "tcp"], stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
     if not wait_for(lambda: os.path.exists("/tmp/.X11-unix/X7"), 60):
@@ -554,11 +691,47 @@ def desktop():
     _desktop_up = True
 
 
-def udisks_mount():
-    """Mounts the stick as the desktop does, through UDisks2 (its mount point and options: vfat gets "flush")."""
+def udisks_mount(user=None):
+    """Mounts the stick as the desktop does, through UDisks2 (its mount point and options: vfat gets "flush"), for
+    |user| when given."""
     run(["udevadm", "settle", "--timeout=60"], check=False)
-    out = run(["udisksctl", "mount", "--no-user-interaction", "-b", DEV]).stdout.strip()
+    out = run(as_user(user, ["udisksctl", "mount", "--no-user-interaction", "-b", DEV])).stdout.strip()
     return out.split(" at ", 1)[1].rstrip(".")
+
+
+def mount_options(mnt):
+    """The mount's and its filesystem's options, as mountinfo lists them."""
+    for line in open("/proc/self/mountinfo"):
+        fields = line.split()
+        if fields[4] == mnt:
+            return fields[5].split(",") + fields[fields.index("-") + 3].split(",")
+    return []
+
+
+def desktop_stick(fs):
+    """A fresh stick of |fs|, mounted by UDisks2 for the desktop's user with UDisks2's own options. Returns its
+    mount point."""
+    services()
+    unmount()
+    run(FILESYSTEMS[fs][0] + [DEV])
+    run(["udevadm", "trigger", "--action=change", "--settle", DEV], check=False)
+    try:
+        mnt = udisks_mount(USER)
+    except RuntimeError:
+        for log in ("polkitd.log", "udisksd.log"):
+            path = os.path.join(WORK, log)
+            diag(f"{log}: {open(path).read()[-800:] if os.path.exists(path) else 'none'}")
+        raise
+    opts = mount_options(mnt)
+    diag(f"{fs} as the desktop mounts it: {mnt}: {','.join(opts)}")
+    if fs == "vfat":
+        tap("flush" in opts, f"{fs}: UDisks2 mounted it with flush", ",".join(opts))
+    tap(f"uid={USER_UID}" in opts, f"{fs}: UDisks2 mounted it for {USER} (uid={USER_UID})", ",".join(opts))
+    return mnt
+
+
+def desktop_unmount():
+    run(["udisksctl", "unmount", "--no-user-interaction", "-b", DEV], check=False)
 
 
 class Window:
@@ -729,6 +902,10 @@ def main():
     steps = []
     steps += [(f"big-{fs}", lambda fs=fs: big.update({fs: scenario_big(fs)})) for fs in FILESYSTEMS]
     steps += [(f"small-{fs}", lambda fs=fs: small.update({fs: scenario_small(fs)})) for fs in ("vfat", "ext4")]
+    steps += [(f"big-{fs}-desktop", lambda fs=fs: big.update({f"{fs}-desktop": scenario_big_desktop(fs)}))
+              for fs in ("vfat", "exfat", "ntfs3")]
+    steps += [(f"small-{fs}-desktop", lambda fs=fs: small.update({f"{fs}-desktop": scenario_small_desktop(fs)}))
+              for fs in ("vfat", "exfat")]
     steps += [("probe", scenario_probe), ("kio", scenario_kio)]
     steps += [(f"pull-{fs}", lambda fs=fs: scenario_pull(fs)) for fs in ("vfat", "exfat")]
     steps += [("pull-kio", lambda: scenario_pull("vfat", "kio"))]
