@@ -345,6 +345,9 @@ def scenario_small(fs):
 # The stick as the desktop mounts it: UDisks2's options (vfat: flush, uid=), every tool run as the desktop's user.
 # The scenarios above keep the kernel's default mount, as root.
 SMALL_DESKTOP_SECONDS = 15.0
+# On vfat's "flush" mount cp -r pays 100 ms a file: 2,000 files take it four minutes (230 s measured, see
+# docs/usb-vm.md). The suite times it on a tenth of the tree and compares time per file, so a run stays short.
+FLUSH_CP_FILES = 200
 
 
 def probe_as_user(mnt):
@@ -400,7 +403,8 @@ def scenario_big_desktop(fs):
             f"{fs}/desktop: big file: time to durable <= {BIG_RATIO}x dd oflag=direct (+{NOISE:.0%} noise)",
             f"{secs:.2f} s against {dd:.2f} s")
         tap(left <= STAT_SLACK, f"{fs}/desktop: big file: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
-        strace_close_costs(src, mnt)
+        if fs == "vfat":  # where closes sleep: what the publish path's calls cost there
+            strace_close_costs(src, mnt)
     finally:
         desktop_unmount()
     return {"fs": f"{fs} (desktop)", "dd": dd, "cp": cp, "sanecp": secs, "ratio": secs / min(dd, cp), "peak": peak,
@@ -413,19 +417,26 @@ def scenario_small_desktop(fs):
     tree = os.path.join(WORK, "tree")
     if not os.path.exists(tree):
         make_tree(tree, SMALL_FILES, 2)
+    cp_files = FLUSH_CP_FILES if fs == "vfat" else SMALL_FILES
+    cp_tree = tree if cp_files == SMALL_FILES else os.path.join(WORK, f"tree{cp_files}")
+    if not os.path.exists(cp_tree):
+        make_tree(cp_tree, cp_files, 2)
     mnt = desktop_stick(fs)
     try:
-        cp, _, _ = timed(as_user(USER, ["cp", "-r", tree, f"{mnt}/cp"]), mnt)
+        cp_time, _, _ = timed(as_user(USER, ["cp", "-r", cp_tree, f"{mnt}/cp"]), mnt)
+        cp = cp_time * SMALL_FILES / cp_files  # per file, for the whole tree
         clear_stick(mnt)
         rc, secs, peak, ahead, left, _, err = sanecp([tree, mnt + "/"], user=USER)
-        diag(f"{fs}/desktop: {SMALL_FILES} small files as {USER}: cp -r + sync {cp:.2f} s, sanecp {secs:.2f} s "
-             f"= {secs / cp:.3f}x, peak {peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB")
+        diag(f"{fs}/desktop: {SMALL_FILES} small files as {USER}: cp -r + sync {cp_time:.2f} s for {cp_files} "
+             f"files, sanecp {secs:.2f} s = {secs / cp:.3f}x per file, peak {peak / MiB:.1f} MiB, "
+             f"left {left / 1024:.0f} KiB")
         tap(rc == 0, f"{fs}/desktop: small files: sanecp exits 0", err.strip()[:200])
         same = run(["diff", "-r", tree, f"{mnt}/tree"], check=False).returncode == 0
         tap(same, f"{fs}/desktop: small files: every file identical")
         tap(secs <= SMALL_DESKTOP_SECONDS, f"{fs}/desktop: small files: durable in <= {SMALL_DESKTOP_SECONDS:.0f} s",
             f"{secs:.2f} s")
-        tap(secs <= SMALL_RATIO * cp, f"{fs}/desktop: small files: <= {SMALL_RATIO}x cp -r + sync", f"{secs / cp:.3f}x")
+        tap(secs <= SMALL_RATIO * cp, f"{fs}/desktop: small files: <= {SMALL_RATIO}x cp -r + sync's time per file",
+            f"{secs / cp:.3f}x")
         tap(left <= STAT_SLACK, f"{fs}/desktop: small files: nothing dirty at exit", f"{left / 1024:.0f} KiB")
     finally:
         desktop_unmount()
