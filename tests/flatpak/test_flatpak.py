@@ -402,8 +402,8 @@ def check_dolphin(desk, build, shots):
     # Its output to a file: the window it starts inherits its descriptors, and a pipe would stay open with it.
     out = os.path.join(desk.home, "flatpak-test", "menu-trigger.txt")
     with open(out, "w") as f:
-        p = desk.start(["env", "QT_QPA_PLATFORM=offscreen", trigger, src, "Safe Copy To\u2026"], stdout=f,
-                       stderr=subprocess.STDOUT)
+        # On the X display, not offscreen: what it starts inherits its environment, and the window must show.
+        p = desk.start([trigger, src, "Safe Copy To\u2026"], stdout=f, stderr=subprocess.STDOUT)
         rc = p.wait(timeout=60)
     text = open(out, encoding="utf-8").read()
     tap(rc == 0 and "action: Safe Copy To\u2026" in text and "action: Safe Move To\u2026" in text,
@@ -414,9 +414,11 @@ def check_dolphin(desk, build, shots):
     while pid is None and time.monotonic() < deadline:
         pid = sandboxed_sanecopy_with(src)
         time.sleep(0.3)
-    tap(pid is not None, "choosing it starts the window inside the sandbox with the file (flatpak run ... %F)")
-    if pid:
-        window_id(desk, "^SaneCopy$")
+    win = window_id(desk, "^SaneCopy$", timeout=60) if pid else None
+    tap(pid is not None and win is not None,
+        "choosing it starts the window inside the sandbox with the file (flatpak run ... %F)",
+        f"process {pid}, window {win}")
+    if win:
         time.sleep(2)
         shot(desk, shots, "flatpak-from-dolphin.png")
     desk.run(["flatpak", "kill", APP])
