@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <system_error>
 #include <tuple>
 
 namespace sanecopy {
@@ -132,9 +133,10 @@ Result<CopyItem> resolve_source(const std::string &source, const std::string &ta
     if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
         const int err = errno;
         Status missing = Status::source(err, "source", source);
-        if (err == ENOENT)
-            return std::move(missing).with_detail(missing_detail("no such file or folder", source));
-        return missing;
+        if (err != ENOENT || sandbox_note(source).empty())
+            return missing;
+        return std::move(missing).with_detail(
+            missing_detail(std::error_code(err, std::generic_category()).message(), source));
     }
     CopyItem item;
     item.source = source;
