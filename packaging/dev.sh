@@ -69,6 +69,8 @@ fi
 echo "== building in $build"
 # ccache (its cache in the user's home, outside the checkout): a fresh clone has new mtimes, so without it every
 # clone rebuilds everything.
+# Paths relative to the checkout, so a clone in another folder (CI's) hits what this one cached.
+export CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=true
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build"
 
