@@ -22,11 +22,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace sanecopy {
+
+class BackgroundCloser;
 
 // Asked on the job's own thread when copying one file failed. Retry copies the file again from the start;
 // Skip goes on with the next; Abort ends the job.
@@ -71,6 +74,10 @@ struct JobSpec {
     std::function<ConflictAnswer(const ConflictQuestion &)> ask_conflict;
     // When set, a file that fails asks here instead of being reported and passed over.
     std::function<ErrorAnswer(const Status &, const std::string &source)> ask_error;
+    // Where each close of a written file sleeps (vfat "flush"), published files are closed in the background
+    // (background_closer.h): on this closer when set, which then may still be closing the job's files after it
+    // ends (the KIO worker's, one job per file); otherwise on the job's own, waited for at its end.
+    std::shared_ptr<BackgroundCloser> closer;
 };
 
 struct JobEvent {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <sys/types.h>
+#include <utility>
 
 struct timespec;
 
@@ -83,6 +84,8 @@ public:
     Result<UniqueFd> open_for_reading() const;
     // The descriptor can be closed early (a batch holds many part files); the name stays owned.
     Status close_fd();
+    // The descriptor itself, for a caller that closes it elsewhere (background_closer.h); the name stays owned.
+    UniqueFd take_fd() { return std::move(fd_); }
 
 private:
     SharedDirFd dir_;

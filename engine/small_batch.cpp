@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "small_batch.h"
 
+#include "background_closer.h"
 #include "page_cache_policy.h"
-#include "parallel_closer.h"
 #include "sys.h"
 
 #include <algorithm>
@@ -86,13 +86,12 @@ private:
 };
 
 SmallFileBatch::SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits limits, bool case_insensitive,
-                               Hooks hooks)
-    : mode_(mode), sync_(sync), limits_(limits), case_insensitive_(case_insensitive), hooks_(std::move(hooks))
+                               Hooks hooks, BackgroundCloser *closer)
+    : mode_(mode), sync_(sync), limits_(limits), case_insensitive_(case_insensitive), hooks_(std::move(hooks)),
+      closer_(closer)
 {
     group_.max_bytes = std::max<uint64_t>(1, limits_.max_bytes / 16);
     group_.max_files = std::max<std::size_t>(1, limits_.max_files / 16);
-    if (limits_.closers > 1)
-        closer_ = std::make_unique<ParallelCloser>(limits_.closers);
 }
 
 SmallFileBatch::~SmallFileBatch() { discard(); }
@@ -119,7 +118,7 @@ bool SmallFileBatch::holds(int dir, const std::string &name) const
 
 bool SmallFileBatch::empty() const
 {
-    return filling_.files.empty() && syncing_.empty() && naming_.empty() && closing_.files.empty();
+    return filling_.files.empty() && syncing_.empty() && naming_.empty() && durable_.files.empty();
 }
 
 PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
@@ -151,7 +150,7 @@ void SmallFileBatch::hand_off()
         return;
     if (mode_ != WritebackMode::Windows || sync_ == GroupSync::Inline) {
         if (mode_ == WritebackMode::Windows && closer_)
-            settle_closing(filling_);
+            settle_renaming(filling_);
         else if (mode_ == WritebackMode::Windows)
             settle_inline(filling_);
         else
@@ -173,8 +172,9 @@ void SmallFileBatch::hand_off()
     reap_names(false);
 }
 
-// A group's data is on the device (or |synced| says why not): count it, drop its pages, close, verify and rename.
-// Returns the files renamed, whose renames are yet to be made durable.
+// A group's data is on the device (or |synced| says why not): count it, drop its pages, verify and rename; each
+// file is closed before its rename, or with a closer once its name is durable too (publish_group). Returns the
+// files renamed, whose renames are yet to be made durable.
 SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
 {
     std::vector<BatchedFile *> durable;
@@ -187,9 +187,10 @@ SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
         f.durable = true;
         hooks_.durable(f);
         drop_written_pages(f.part.fd());
+        if (!closer_)
+            f.part.close_fd().ignore(); // synced already; the name is what is left to publish
         durable.push_back(&f);
     }
-    close_parts(durable);
     Group named;
     for (BatchedFile *f : durable) {
         std::string final_name;
@@ -201,28 +202,6 @@ SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
         named.files.push_back(std::move(*f));
     }
     return named;
-}
-
-// Durable files let go of their descriptors before their renames. Leaves in |files| those closed.
-void SmallFileBatch::close_parts(std::vector<BatchedFile *> &files)
-{
-    if (!closer_) {
-        for (BatchedFile *f : files)
-            f->part.close_fd().ignore(); // synced already; the name is what is left to publish
-        return;
-    }
-    std::vector<PartFile *> parts;
-    for (BatchedFile *f : files)
-        parts.push_back(&f->part);
-    std::vector<Status> closed = closer_->close_all(parts);
-    std::vector<BatchedFile *> kept;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-        if (closed[i])
-            kept.push_back(files[i]);
-        else
-            hooks_.failed(*files[i], std::move(closed[i]));
-    }
-    files = std::move(kept);
 }
 
 // Renamed files wait for a syncfs that starts after their renames.
@@ -237,6 +216,10 @@ void SmallFileBatch::queue_names(Group named)
 void SmallFileBatch::publish_group(Group &group, const Status &names_synced)
 {
     for (BatchedFile &f : group.files) {
+        // Synced, renamed and the rename synced: the close has nothing left to write, only vfat's 100 ms sleep
+        // (settle_renaming's files are closing already).
+        if (closer_)
+            closer_->close(f.part.take_fd());
         if (names_synced)
             hooks_.published(f);
         else
@@ -273,21 +256,16 @@ Status SmallFileBatch::sync_now(const BatchedFile &any) const
                                                    : Status();
 }
 
-// settle_inline where closes sleep: one syncfs makes this group's data and the group before's renames durable,
-// and this group's closes run while the job writes the next one.
-void SmallFileBatch::settle_closing(Group &group)
+// settle_inline where closes sleep: one syncfs makes this group's data and the group before's renames durable.
+// Right after it, with nothing left for a close to write, the group's descriptors go to the closer, whose 100 ms
+// sleeps pass while the job writes the next group. The group is renamed just ahead of the next syncfs, so its
+// folder's blocks are not left dirty while the next group's files are created; its names stay taken until then.
+void SmallFileBatch::settle_renaming(Group &group)
 {
-    Group named = finish_closing(); // the group before: closed by now, or nearly
+    Group named = rename_durable();
     const Status synced = sync_now(group.files.front());
     if (!named.files.empty())
         publish_group(named, synced);
-    start_closing(group, synced);
-}
-
-// A group's data is on the device (or |synced| says why not): count it, drop its pages, and start its closes. Its
-// names stay taken (names_) until it is renamed.
-void SmallFileBatch::start_closing(Group &group, const Status &synced)
-{
     for (BatchedFile &f : group.files) {
         if (!synced) {
             names_.erase(key(f));
@@ -297,43 +275,33 @@ void SmallFileBatch::start_closing(Group &group, const Status &synced)
         f.durable = true;
         hooks_.durable(f);
         drop_written_pages(f.part.fd());
-        closing_.files.push_back(std::move(f));
+        closer_->close(f.part.take_fd()); // just synced: nothing left for its close to write
+        durable_.files.push_back(std::move(f));
     }
-    std::vector<PartFile *> parts; // once closing_ is complete: its files stay where they are until renamed
-    for (BatchedFile &f : closing_.files)
-        parts.push_back(&f.part);
-    closer_->start(std::move(parts));
 }
 
-// The closing group, closed: verified and renamed, or failed. Returns the files renamed.
-SmallFileBatch::Group SmallFileBatch::finish_closing()
+// The durable group, verified and renamed, or failed. Returns the files renamed.
+SmallFileBatch::Group SmallFileBatch::rename_durable()
 {
     Group named;
-    if (closing_.files.empty())
-        return named;
-    std::vector<Status> closed = closer_->wait();
-    for (std::size_t i = 0; i < closing_.files.size(); ++i) {
-        BatchedFile &f = closing_.files[i];
+    for (BatchedFile &f : durable_.files) {
         names_.erase(key(f));
         std::string final_name;
-        Status s = std::move(closed[i]);
-        if (s)
-            s = publish_synced(f.part, steps_for(f), &final_name);
-        if (!s) {
+        if (Status s = publish_synced(f.part, steps_for(f), &final_name); !s) {
             hooks_.failed(f, std::move(s));
             continue;
         }
         f.target = f.part.dir_path() + "/" + final_name;
         named.files.push_back(std::move(f));
     }
-    closing_ = {};
+    durable_ = {};
     return named;
 }
 
-// The last group's renames, and a syncfs for them.
-void SmallFileBatch::flush_closing()
+// The last group's renames, made durable.
+void SmallFileBatch::flush_renamed()
 {
-    Group named = finish_closing();
+    Group named = rename_durable();
     if (!named.files.empty())
         publish_group(named, sync_now(named.files.front()));
 }
@@ -377,7 +345,7 @@ void SmallFileBatch::settle_each(Group &group)
 void SmallFileBatch::flush()
 {
     hand_off();
-    flush_closing();
+    flush_renamed();
     while (!syncing_.empty()) {
         Group group = std::move(syncing_.front());
         syncing_.pop_front();
@@ -387,31 +355,35 @@ void SmallFileBatch::flush()
 }
 
 // Part files about to be removed unpublished: closed side by side first where each close sleeps, so a cancel
-// does not wait 100 ms a file.
+// does not wait 100 ms a file, and before their names go, so their pages are dropped, not written.
 void SmallFileBatch::close_unpublished()
 {
     if (!closer_)
         return;
-    std::vector<PartFile *> parts;
+    bool any = false;
     auto take = [&](Group &group) {
-        for (BatchedFile &f : group.files)
-            parts.push_back(&f.part);
+        for (BatchedFile &f : group.files) {
+            closer_->close(f.part.take_fd());
+            any = true;
+        }
     };
     take(filling_);
     for (Group &group : syncing_)
         take(group);
-    closer_->close_all(parts); // their results don't matter: the files go
+    if (any)
+        closer_->drain(); // waits for a shared closer's other closes too: at most 100 ms, and only on a cancel
 }
 
 void SmallFileBatch::discard()
 {
-    // Durable already, and closing: renamed and reported once their names are durable, like those renamed before.
-    flush_closing();
+    // The unpublished part files go first, so no syncfs still to come writes them.
     close_unpublished();
     filling_ = {};   // part files go with their PartFile
     syncing_.clear();
     names_.clear();
-    reap_names(true); // renamed already: complete files, reported once their names are durable
+    // Durable already: renamed, and reported once their names are durable, like those renamed before.
+    flush_renamed();
+    reap_names(true);
 }
 
 } // namespace sanecopy

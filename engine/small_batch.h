@@ -20,10 +20,10 @@
 //
 // Whatever is not published when the batch goes (cancel, a device error) has its part file removed.
 //
-// On a vfat mount with "flush" (BatchLimits::closers) each close of a written file sleeps 100 ms, whoever calls
-// it. There a group's part files are closed side by side once the group is durable, while the job writes the next
-// group; once closed they are renamed, and the next group's syncfs makes their names durable with its own data.
-// A close that fails is reported against its file, which is then not published.
+// On a vfat mount with "flush" (a BackgroundCloser given) each close of a written file sleeps 100 ms, whoever
+// calls it. There a group's descriptors go to the closer as soon as its data is durable, when a close has nothing
+// left to write, and the job goes on while they close; the group is renamed just before the next group's syncfs,
+// which makes its names durable with that group's data (one syncfs a group). The job never waits for a close.
 #pragma once
 
 #include "device_probe.h"
@@ -62,13 +62,10 @@ struct BatchedFile {
 struct BatchLimits {
     uint64_t max_bytes = 12 * 1024 * 1024;
     std::size_t max_files = 4096;
-    // Part files closed side by side once their data is durable (parallel_closer.h); 0: one after another on the
-    // job's thread, as everywhere but a vfat "flush" mount, where each close sleeps 100 ms.
-    std::size_t closers = 0;
 };
 
 class Syncer;
-class ParallelCloser;
+class BackgroundCloser;
 
 class SmallFileBatch {
 public:
@@ -79,8 +76,11 @@ public:
         std::function<void(BatchedFile &)> published;         // its name is on the device too
     };
 
-    // |case_insensitive|: the filesystem matches names whatever their case (FAT, exFAT, NTFS).
-    SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits limits, bool case_insensitive, Hooks hooks);
+    // |case_insensitive|: the filesystem matches names whatever their case (FAT, exFAT, NTFS). |closer|: where
+    // each close sleeps (vfat "flush"), published files are closed there, off the job's thread; it must outlive
+    // the batch. Without one, a durable file is closed on the job's thread before its rename.
+    SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits limits, bool case_insensitive, Hooks hooks,
+                   BackgroundCloser *closer = nullptr);
     ~SmallFileBatch();
     SmallFileBatch(const SmallFileBatch &) = delete;
     SmallFileBatch &operator=(const SmallFileBatch &) = delete;
@@ -110,13 +110,11 @@ private:
     void publish_group(Group &group, const Status &names_synced);
     void reap_names(bool wait);
     void settle_each(Group &group);
-    void close_parts(std::vector<BatchedFile *> &files);
     void close_unpublished();
     Status sync_now(const BatchedFile &any) const;
-    void settle_closing(Group &group);
-    void start_closing(Group &group, const Status &synced);
-    Group finish_closing();
-    void flush_closing();
+    void settle_renaming(Group &group);
+    Group rename_durable();
+    void flush_renamed();
     PublishSteps steps_for(const BatchedFile &f) const;
 
     WritebackMode mode_;
@@ -128,11 +126,11 @@ private:
     Group filling_;
     std::deque<Group> syncing_;   // data sync requested
     std::deque<Group> naming_;    // renamed, name sync requested
-    Group closing_;               // durable, closes in flight (closer_), renamed once closed
+    Group durable_;               // with a closer: durable, renamed just before the next syncfs
     std::set<std::pair<int, std::string>> names_; // of files not renamed yet
     SharedDirFd sync_dir_;        // what the Syncer's syncfs is called on
     std::unique_ptr<Syncer> syncer_;
-    std::unique_ptr<ParallelCloser> closer_; // when limits_.closers asks for one
+    BackgroundCloser *closer_;    // or null
 };
 
 } // namespace sanecopy

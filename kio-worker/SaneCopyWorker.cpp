@@ -7,6 +7,7 @@
 #include "SaneCopyLogging.h"
 #include "UrlMapping.h"
 
+#include "background_closer.h"
 #include "copy_job.h"
 #include "device_probe.h"
 #include "fd.h"
@@ -113,6 +114,8 @@ struct timespec toTimespec(const QDateTime &t)
 
 SaneCopyWorker::SaneCopyWorker(const QByteArray &poolSocket, const QByteArray &appSocket)
     : KIO::WorkerBase(QByteArrayLiteral("sanecopy"), poolSocket, appSocket)
+    // Files come one at a time, a copy of a small one taking tens of milliseconds: a few closes overlap at most.
+    , closer_(std::make_shared<sanecopy::BackgroundCloser>(16))
 {
 }
 
@@ -647,6 +650,7 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
     spec.rule = sanecopy::DestinationRule::ExactTarget;
     // Permissions and modification time come from the source, as the engine always copies them.
     spec.conflict = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
+    spec.closer = closer_;
 
     qCDebug(SANECOPY_KIO) << "copy" << displayPath(*from) << "->" << displayPath(*to) << "through the engine";
     uint64_t reportedTotal = 0;

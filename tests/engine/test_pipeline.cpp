@@ -8,6 +8,7 @@
 #include "job_helpers.h"
 #include "test_support.h"
 
+#include "background_closer.h"
 #include "conflict.h"
 #include "copy_file.h"
 #include "device_probe.h"
@@ -20,8 +21,12 @@
 #include <chrono>
 #include <dirent.h>
 #include <fcntl.h>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <sstream>
+#include <string_view>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -325,33 +330,72 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
 
 namespace {
 
-// A vfat "flush" mount as the seam sees it: every close of a part file sleeps (there 100 ms, here 20 ms) in the
-// thread that calls it; counts how many overlap, and fails the close of one chosen part file with EIO.
+// A vfat "flush" mount as the seam sees it: every close of a part file sleeps (there 100 ms, here |sleep|) in the
+// thread that calls it; counts how many overlap, whether the file had its real name by then, and fails the close of
+// one chosen part file with EIO.
 struct FlushMount : FaultSyscalls {
+    std::chrono::milliseconds sleep{20};
     std::string failing_part;   // ".<name>.part" whose close fails
+    std::string mountinfo;      // when set: served as /proc/self/mountinfo
     std::mutex mutex;
-    std::set<int> part_fds;
+    struct Part {
+        int dir;
+        std::string part, name;
+        int syncs_before = 0; // syncs made before it was created
+    };
+    std::map<int, Part> part_fds; // by descriptor
     int failing_fd = -1;
-    std::atomic<int> closing{0}, most_closing{0}, part_closes{0}, closes_off_job_thread{0};
+    std::atomic<int> closing{0}, most_closing{0}, part_closes{0}, closes_done{0}, closes_off_job_thread{0},
+        closes_after_rename{0}, closes_of_present_parts{0}, failed_closes{0}, syncs{0}, closes_after_sync{0};
     std::thread::id job_thread = std::this_thread::get_id();
+
+    // Every mount of this machine as if it had vfat's "flush" among its options.
+    void flush_everywhere(const std::string &file)
+    {
+        std::string text, line;
+        std::istringstream in(read_file("/proc/self/mountinfo"));
+        while (std::getline(in, line))
+            text += line + ",flush\n";
+        write_text_file(file, text);
+        mountinfo = file;
+    }
 
     int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
     {
+        if (!mountinfo.empty() && std::string_view(path) == "/proc/self/mountinfo")
+            return FaultSyscalls::raw_openat(AT_FDCWD, mountinfo.c_str(), flags, mode);
         const int fd = FaultSyscalls::raw_openat(dirfd, path, flags, mode);
-        if (fd >= 0 && (flags & O_CREAT)) {
+        const std::string_view p = path;
+        if (fd >= 0 && (flags & O_CREAT) && p.size() > 6 && p.front() == '.' && p.substr(p.size() - 5) == ".part") {
             std::lock_guard lock(mutex);
-            part_fds.insert(fd);
-            if (path == failing_part)
+            part_fds[fd] = {dirfd, std::string(p), std::string(p.substr(1, p.size() - 6)), syncs.load()};
+            if (p == failing_part)
                 failing_fd = fd;
         }
         return fd;
     }
+    int raw_syncfs(int fd) override
+    {
+        const int r = FaultSyscalls::raw_syncfs(fd);
+        ++syncs;
+        return r;
+    }
+    int raw_fdatasync(int fd) override
+    {
+        const int r = FaultSyscalls::raw_fdatasync(fd);
+        ++syncs;
+        return r;
+    }
     int raw_close(int fd) override
     {
-        bool part = false, fails = false;
+        std::optional<Part> part;
+        bool fails = false;
         {
             std::lock_guard lock(mutex);
-            part = part_fds.erase(fd) > 0;
+            if (auto it = part_fds.find(fd); it != part_fds.end()) {
+                part = it->second;
+                part_fds.erase(it);
+            }
             fails = part && fd == failing_fd;
             if (fails)
                 failing_fd = -1; // the number goes to another file once closed
@@ -360,13 +404,19 @@ struct FlushMount : FaultSyscalls {
             return FaultSyscalls::raw_close(fd);
         ++part_closes;
         closes_off_job_thread += std::this_thread::get_id() != job_thread;
+        struct stat st {};
+        closes_after_rename += ::fstatat(part->dir, part->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        closes_of_present_parts += ::fstatat(part->dir, part->part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+        closes_after_sync += syncs.load() > part->syncs_before;
         const int now = ++closing;
         for (int seen = most_closing.load(); now > seen && !most_closing.compare_exchange_weak(seen, now);) {
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(sleep);
         --closing;
         const int r = FaultSyscalls::raw_close(fd); // the descriptor goes either way, as on Linux
+        ++closes_done;
         if (fails) {
+            ++failed_closes;
             errno = EIO;
             return -1;
         }
@@ -377,11 +427,12 @@ struct FlushMount : FaultSyscalls {
 struct BatchOutcome {
     std::vector<std::string> published;
     std::vector<std::pair<std::string, Status>> failed;
+    int closes_done_at_flush = 0; // closes returned when flush() or discard() did
 };
 
-// |files| small files through a batch on |t| with |closers|, the way copy_job hands them over; then the batch
-// is flushed, or discarded as a cancel does.
-BatchOutcome run_batch(const TempDir &t, int files, std::size_t closers, bool discard = false)
+// |files| small files through a batch on |t|, the way copy_job hands them over, with a closer of |closers| threads
+// (none: 0); then the batch is flushed, or discarded as a cancel does.
+BatchOutcome run_batch(const TempDir &t, FlushMount &fs, int files, std::size_t closers, bool discard = false)
 {
     auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     BatchOutcome out;
@@ -389,12 +440,14 @@ BatchOutcome run_batch(const TempDir &t, int files, std::size_t closers, bool di
     hooks.durable = [](const BatchedFile &) {};
     hooks.failed = [&](BatchedFile &f, Status s) { out.failed.emplace_back(f.source, std::move(s)); };
     hooks.published = [&](BatchedFile &f) {
-        CHECK_FALSE(f.part.valid()); // closed before it took its name
+        CHECK_FALSE(f.part.valid()); // closed, or handed to the closer
         out.published.push_back(f.target);
     };
-    BatchLimits limits{1 << 20, 64};
-    limits.closers = closers;
-    SmallFileBatch batch(WritebackMode::Windows, GroupSync::Inline, limits, true, hooks);
+    std::optional<BackgroundCloser> closer;
+    if (closers > 0)
+        closer.emplace(closers);
+    SmallFileBatch batch(WritebackMode::Windows, GroupSync::Inline, BatchLimits{1 << 20, 64}, true, hooks,
+                         closer ? &*closer : nullptr);
     for (int i = 0; i < files; ++i) {
         const std::string name = "f" + std::to_string(i);
         auto part = PartFile::create(dir, t.path(), name, 0644);
@@ -406,19 +459,20 @@ BatchOutcome run_batch(const TempDir &t, int files, std::size_t closers, bool di
         batch.discard();
     else
         batch.flush();
+    out.closes_done_at_flush = fs.closes_done.load();
     CHECK(batch.empty());
     return out;
 }
 
 } // namespace
 
-TEST_CASE("small files on a vfat flush mount: part files close side by side, and are renamed once closed")
+TEST_CASE("small files on a vfat flush mount: closed side by side off the job's thread once durable")
 {
     TempDir t;
     FlushMount fs;
     ScopedSyscalls seam(fs);
     const auto started = std::chrono::steady_clock::now();
-    BatchOutcome out = run_batch(t, 96, 16);
+    BatchOutcome out = run_batch(t, fs, 96, 16);
     const auto took = std::chrono::steady_clock::now() - started;
     CHECK(out.failed.empty());
     CHECK(out.published.size() == 96);
@@ -426,56 +480,118 @@ TEST_CASE("small files on a vfat flush mount: part files close side by side, and
     CHECK(part_files(t.path()).empty());
     CHECK(fs.part_closes.load() == 96);
     CHECK(fs.closes_off_job_thread.load() == 96);
+    CHECK(fs.closes_after_sync.load() == 96);
     CHECK(fs.most_closing.load() > 4);
     // One after another they would take 96 x 20 ms.
-    CHECK(took < std::chrono::milliseconds(96 * 20 / 2));
+    CHECK(took < std::chrono::milliseconds(96 * 20 * 3 / 4));
 }
 
-TEST_CASE("small files on a vfat flush mount: a cancel publishes the durable group still closing, removes the rest")
+TEST_CASE("small files on a vfat flush mount: the batch is done before the closes, which its closer finishes")
+{
+    TempDir t;
+    FlushMount fs;
+    fs.sleep = std::chrono::milliseconds(2000); // well beyond the batch's own syncs
+    ScopedSyscalls seam(fs);
+    BatchOutcome out = run_batch(t, fs, 8, 8);
+    CHECK(out.published.size() == 8);
+    // Every file was published while its close still slept: the copy did not wait for one.
+    CHECK(out.closes_done_at_flush == 0);
+    CHECK(fs.closes_done.load() == 8); // the closer drained as it went
+    CHECK(part_files(t.path()).empty());
+}
+
+TEST_CASE("small files on a vfat flush mount: a cancel publishes the durable group already renamed, removes the rest")
 {
     TempDir t;
     FlushMount fs;
     ScopedSyscalls seam(fs);
-    // The first group is 64 / 16 = 4 files: handed off, synced and closing when the batch is discarded.
-    BatchOutcome out = run_batch(t, 6, 8, true);
+    // The first group is 64 / 16 = 4 files: handed off, synced and renamed when the batch is discarded.
+    BatchOutcome out = run_batch(t, fs, 6, 8, true);
     CHECK(out.failed.empty());
     CHECK(out.published.size() == 4);
     CHECK(read_file(t / "f3") == "f3");
     CHECK_FALSE(exists(t / "f4"));
     CHECK_FALSE(exists(t / "f5"));
     CHECK(part_files(t.path()).empty());
+    CHECK(fs.part_closes.load() == 6);
+    CHECK(fs.closes_after_sync.load() == 4);
+    // All closed under their part names: the four durable ones before their renames, the two removed before their
+    // part files went, so their pages were dropped, not written.
+    CHECK(fs.closes_of_present_parts.load() == 6);
 }
 
-TEST_CASE("small files elsewhere: part files close one after another on the job's thread")
+TEST_CASE("small files elsewhere: part files close one after another on the job's thread, before their renames")
 {
     TempDir t;
     FlushMount fs;
     ScopedSyscalls seam(fs);
-    BatchOutcome out = run_batch(t, 12, 0);
+    BatchOutcome out = run_batch(t, fs, 12, 0);
     CHECK(out.published.size() == 12);
     CHECK(fs.part_closes.load() == 12);
     CHECK(fs.closes_off_job_thread.load() == 0);
+    CHECK(fs.closes_after_sync.load() == 12); // after the group's sync, before its renames
+    CHECK(fs.closes_after_rename.load() == 0);
     CHECK(fs.most_closing.load() == 1);
 }
 
-TEST_CASE("small files on a vfat flush mount: a close that fails is reported against its file, which is not published")
+TEST_CASE("small files on a vfat flush mount: a close failing once the data is durable takes nothing away")
 {
+    // By then the file's data and size are durable: Linux's close can only repeat what a sync said first.
     TempDir t;
     FlushMount fs;
     fs.failing_part = ".f7.part";
     ScopedSyscalls seam(fs);
-    BatchOutcome out = run_batch(t, 20, 8);
-    for (auto &[name, s] : out.failed)
-        UNSCOPED_INFO(name << ": " << s.message());
-    REQUIRE(out.failed.size() == 1);
-    CHECK(out.failed[0].first == "f7");
-    CHECK(out.failed[0].second.err() == EIO);
-    CHECK(out.failed[0].second.on_destination());
-    CHECK(out.failed[0].second.message().find("f7") != std::string::npos);
-    CHECK(out.published.size() == 19);
-    CHECK_FALSE(exists(t / "f7"));
-    CHECK(read_file(t / "f8") == "f8");
+    BatchOutcome out = run_batch(t, fs, 20, 8);
+    CHECK(fs.failed_closes.load() == 1);
+    CHECK(out.failed.empty());
+    CHECK(out.published.size() == 20);
+    CHECK(read_file(t / "f7") == "f7");
     CHECK(part_files(t.path()).empty());
+}
+
+TEST_CASE("a job on a vfat flush mount: each file closed once durable, off its thread, all before it ends")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 12);
+    write_pattern_file(t / "tree/big", 3 << 20); // past the small-file limit: published on its own
+    mkdir_p(t / "out");
+    FlushMount fs;
+    fs.flush_everywhere(t / "mountinfo");
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    int closed_at_done = -1;
+    JobSummary summary = run_copy_job(spec_of({t / "tree"}, t / "out"), {}, counters, [&](const JobEvent &e) {
+        if (e.kind == JobEvent::Kind::Done)
+            closed_at_done = fs.closes_done.load();
+    });
+    REQUIRE(summary.complete());
+    CHECK(same_bytes(t / "tree/big", t / "out/tree/big"));
+    CHECK(fs.part_closes.load() == 13);
+    CHECK(fs.closes_after_sync.load() == 13);
+    CHECK(fs.closes_after_rename.load() >= 1); // the big file: published on its own first
+    CHECK(fs.closes_off_job_thread.load() == 13);
+    // An open descriptor keeps the stick busy: a job says "done" once its files are closed.
+    CHECK(closed_at_done == 13);
+}
+
+TEST_CASE("a job given a closer (the KIO worker's) ends before its files' closes, which that closer finishes")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 3);
+    mkdir_p(t / "out");
+    FlushMount fs;
+    fs.sleep = std::chrono::milliseconds(2000); // well beyond the job's own syncs
+    fs.flush_everywhere(t / "mountinfo");
+    ScopedSyscalls seam(fs);
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.closer = std::make_shared<BackgroundCloser>(4);
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.complete());
+    CHECK(run.summary.files_copied == 3);
+    CHECK(fs.closes_done.load() == 0);
+    spec.closer->drain();
+    CHECK(fs.closes_done.load() == 3);
+    CHECK(fs.closes_after_sync.load() == 3);
 }
 
 TEST_CASE("move: on the same filesystem, one rename")
