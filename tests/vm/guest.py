@@ -840,6 +840,32 @@ class Window:
             self.proc.wait()
 
 
+def window_small_files(w, mnt, first):
+    """The small-file tree dropped on the window for the stick at |mnt|, timed until the window says it is safe to
+    unplug. Returns the window's last job."""
+    tree = os.path.join(WORK, "tree")
+    if not os.path.exists(tree):
+        make_tree(tree, SMALL_FILES, 2)
+    flush = "flush" in mount_options(mnt)
+    drop_caches()
+    t0 = time.monotonic()
+    w.send(f"copy-to STICK {tree}")
+    done = wait_for(lambda: max(w.jobs) > first and w.job().get("finished"), 300)
+    secs = time.monotonic() - t0
+    job = w.job()
+    left = in_flight()
+    diag(f"gui: {SMALL_FILES} small files through the window (mount has flush: {flush}): {secs:.2f} s; "
+         f"{job.get('state')}: {job.get('status')}")
+    tap(flush, "gui: small files: UDisks2 mounted the stick with flush", ",".join(mount_options(mnt)))
+    tap(done and job.get("safe") is True, "gui: small files: the copy ends safe to unplug", job.get("status", ""))
+    tap(run(["diff", "-r", tree, os.path.join(mnt, "tree")], check=False).returncode == 0,
+        "gui: small files: every file identical")
+    tap(secs <= SMALL_DESKTOP_SECONDS, f"gui: small files: safe to unplug in <= {SMALL_DESKTOP_SECONDS:.0f} s",
+        f"{secs:.2f} s")
+    tap(left <= STAT_SLACK, "gui: small files: nothing dirty when it says so", f"{left / 1024:.0f} KiB")
+    return job
+
+
 def scenario_gui():
     """The window on a desktop's services: it lists the stick once UDisks2 mounted it; pulled out mid-copy, the
     job stops within 3 s and says the device was removed (never "safe to unplug"); plugged back in, the same copy
@@ -917,6 +943,11 @@ def scenario_gui():
         tap(done and job.get("safe") is True, "gui: plug: the copy again ends safe to unplug", job.get("status", ""))
         tap(filecmp.cmp(src, os.path.join(mnt, "big.bin"), shallow=False), "gui: plug: the file is byte-identical")
         tap(not [n for n in os.listdir(mnt) if n.endswith(".part")], "gui: plug: no part file left")
+
+        # A folder of small files on the same mount, which UDisks2 made with its options (vfat: "flush", where each
+        # close of a written file sleeps 100 ms): the window's job, timed to "safe to unplug". Eject comes right
+        # after it, so no descriptor may still be open when it says so.
+        job = window_small_files(w, mnt, first=max(w.jobs))
 
         # Eject, as the user presses it.
         tap(job.get("can_eject") is True, "gui: eject: the finished job offers Eject")
