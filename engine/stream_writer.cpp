@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "stream_writer.h"
 
+#include "background_closer.h"
 #include "conflict.h"
 #include "destination.h"
 #include "page_cache_policy.h"
@@ -122,6 +123,8 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     w.conflict_ = options.conflict == ConflictPolicy::Skip ? ConflictPolicy::Refuse : options.conflict;
     w.file_mode_ = options.mode;
     w.mtime_ = options.mtime;
+    if (w.device_.mount_flags.flush)
+        w.closer_ = options.closer;
     w.limits_ = options.limits.checked();
     w.offset_ = w.chunk_start_ = w.resumed_ = w.durable_ = resumed;
     if (resumed > 0) {
@@ -234,6 +237,8 @@ Status StreamWriter::finish(std::string *final_path)
         finished_ = true;
         if (final_path)
             *final_path = dir_path_ + "/" + final_name;
+        if (closer_)
+            closer_->close(part_.take_fd()); // durable under its name: the close's 100 ms sleep need not be waited for
     }
     return s ? s : fail(std::move(s));
 }

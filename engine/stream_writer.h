@@ -31,6 +31,8 @@
 
 namespace sanecopy {
 
+class BackgroundCloser;
+
 class WritebackWindows;
 
 struct StreamOptions {
@@ -49,6 +51,9 @@ struct StreamOptions {
     // Continue the part file an interrupted stream left (KIO::Resume): its bytes are kept and the stream goes on
     // at its end, so the sender must send from resume_offset() on. Without a part file this is a fresh start.
     bool resume = false;
+    // Where each close of a written file sleeps (vfat "flush"): the published file is closed on this closer
+    // (background_closer.h) instead of by the writer, so the sender's next file need not wait 100 ms for it.
+    std::shared_ptr<BackgroundCloser> closer;
 };
 
 class StreamWriter {
@@ -112,6 +117,7 @@ private:
     ConflictPolicy conflict_ = ConflictPolicy::Refuse;
     std::optional<mode_t> file_mode_;
     std::optional<struct timespec> mtime_;
+    std::shared_ptr<BackgroundCloser> closer_; // where the published file is closed, on a "flush" mount
     ChunkLimits limits_;
     ChunkPlan plan_;
     RateMeter meter_;

@@ -570,6 +570,7 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
     const qulonglong size = metaData(QStringLiteral("size")).toULongLong(&ok);
     if (ok && size > 0)
         options.expected_size = size;
+    options.closer = closer_;
     // KIO::Resume: go on where an interrupted put() stopped. Without the flag, a part file left behind is offered
     // to the job through canResume(); the sender then starts at its end, or at 0 if the job declines.
     if (const uint64_t left = sanecopy::StreamWriter::leftover_part_size(toStd(*path)); left > 0)

@@ -80,7 +80,8 @@ private:
 
     QHash<uid_t, QString> users_;
     QHash<gid_t, QString> groups_;
-    // KIO hands the worker one file at a time, each its own copy job: on a vfat "flush" mount, where each close of
-    // a written file sleeps 100 ms, a file's close goes on here while the next file is copied (copy_job.h).
+    // KIO hands the worker one file at a time, each its own copy job or stream: on a vfat "flush" mount, where
+    // each close of a written file sleeps 100 ms, a file's close goes on here while the next file is copied
+    // (copy_job.h, stream_writer.h).
     std::shared_ptr<sanecopy::BackgroundCloser> closer_;
 };

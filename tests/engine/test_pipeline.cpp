@@ -5,6 +5,7 @@
 #include "catch.h"
 
 #include "fault_syscalls.h"
+#include "flush_mount.h"
 #include "job_helpers.h"
 #include "test_support.h"
 
@@ -329,100 +330,6 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
 }
 
 namespace {
-
-// A vfat "flush" mount as the seam sees it: every close of a part file sleeps (there 100 ms, here |sleep|) in the
-// thread that calls it; counts how many overlap, whether the file had its real name by then, and fails the close of
-// one chosen part file with EIO.
-struct FlushMount : FaultSyscalls {
-    std::chrono::milliseconds sleep{20};
-    std::string failing_part;   // ".<name>.part" whose close fails
-    std::string mountinfo;      // when set: served as /proc/self/mountinfo
-    std::mutex mutex;
-    struct Part {
-        int dir;
-        std::string part, name;
-        int syncs_before = 0; // syncs made before it was created
-    };
-    std::map<int, Part> part_fds; // by descriptor
-    int failing_fd = -1;
-    std::atomic<int> closing{0}, most_closing{0}, part_closes{0}, closes_done{0}, closes_off_job_thread{0},
-        closes_after_rename{0}, closes_of_present_parts{0}, failed_closes{0}, syncs{0}, closes_after_sync{0};
-    std::thread::id job_thread = std::this_thread::get_id();
-
-    // Every mount of this machine as if it had vfat's "flush" among its options.
-    void flush_everywhere(const std::string &file)
-    {
-        std::string text, line;
-        std::istringstream in(read_file("/proc/self/mountinfo"));
-        while (std::getline(in, line))
-            text += line + ",flush\n";
-        write_text_file(file, text);
-        mountinfo = file;
-    }
-
-    int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
-    {
-        if (!mountinfo.empty() && std::string_view(path) == "/proc/self/mountinfo")
-            return FaultSyscalls::raw_openat(AT_FDCWD, mountinfo.c_str(), flags, mode);
-        const int fd = FaultSyscalls::raw_openat(dirfd, path, flags, mode);
-        const std::string_view p = path;
-        if (fd >= 0 && (flags & O_CREAT) && p.size() > 6 && p.front() == '.' && p.substr(p.size() - 5) == ".part") {
-            std::lock_guard lock(mutex);
-            part_fds[fd] = {dirfd, std::string(p), std::string(p.substr(1, p.size() - 6)), syncs.load()};
-            if (p == failing_part)
-                failing_fd = fd;
-        }
-        return fd;
-    }
-    int raw_syncfs(int fd) override
-    {
-        const int r = FaultSyscalls::raw_syncfs(fd);
-        ++syncs;
-        return r;
-    }
-    int raw_fdatasync(int fd) override
-    {
-        const int r = FaultSyscalls::raw_fdatasync(fd);
-        ++syncs;
-        return r;
-    }
-    int raw_close(int fd) override
-    {
-        std::optional<Part> part;
-        bool fails = false;
-        {
-            std::lock_guard lock(mutex);
-            if (auto it = part_fds.find(fd); it != part_fds.end()) {
-                part = it->second;
-                part_fds.erase(it);
-            }
-            fails = part && fd == failing_fd;
-            if (fails)
-                failing_fd = -1; // the number goes to another file once closed
-        }
-        if (!part)
-            return FaultSyscalls::raw_close(fd);
-        ++part_closes;
-        closes_off_job_thread += std::this_thread::get_id() != job_thread;
-        struct stat st {};
-        closes_after_rename += ::fstatat(part->dir, part->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-        closes_of_present_parts += ::fstatat(part->dir, part->part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-        closes_after_sync += syncs.load() > part->syncs_before;
-        const int now = ++closing;
-        for (int seen = most_closing.load(); now > seen && !most_closing.compare_exchange_weak(seen, now);) {
-        }
-        std::this_thread::sleep_for(sleep);
-        --closing;
-        const int r = FaultSyscalls::raw_close(fd); // the descriptor goes either way, as on Linux
-        ++closes_done;
-        if (fails) {
-            ++failed_closes;
-            errno = EIO;
-            return -1;
-        }
-        return r;
-    }
-};
 
 struct BatchOutcome {
     std::vector<std::string> published;

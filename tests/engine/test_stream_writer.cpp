@@ -4,7 +4,9 @@
 // scenarios are named by what feeds the stream and where it lands; results are checked by comparing bytes.
 #include "catch.h"
 
+#include "background_closer.h"
 #include "fault_syscalls.h"
+#include "flush_mount.h"
 #include "fd.h"
 #include "stream_writer.h"
 #include "test_support.h"
@@ -105,6 +107,32 @@ TEST_CASE("stream to file: durable bytes grow during the stream, and what is not
     CHECK(worst_pending <= ChunkLimits{}.max_in_flight);
     CHECK(durable_before_finish >= 64 * MiB - ChunkLimits{}.max_in_flight);
     CHECK(w->bytes_durable() == 64 * MiB);
+}
+
+TEST_CASE("stream to file on a vfat flush mount: the published file is closed on the closer, not by the writer")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 3 * MiB);
+    FlushMount fs;
+    fs.sleep = std::chrono::milliseconds(2000); // well beyond the writer's own syncs
+    fs.flush_everywhere(t / "mountinfo");
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    StreamOptions options;
+    options.closer = std::make_shared<BackgroundCloser>(2);
+    {
+        auto w = StreamWriter::create(t / "dst", options, counters);
+        REQUIRE(w.ok());
+        REQUIRE(stream_file(t / "src", w.value(), {65536}).ok());
+        REQUIRE(w->finish().ok());
+    }
+    CHECK(fs.closes_done.load() == 0); // the writer is gone, its file still closing
+    CHECK(same_bytes(t / "src", t / "dst"));
+    options.closer->drain();
+    CHECK(fs.part_closes.load() == 1);
+    CHECK(fs.closes_after_rename.load() == 1);
+    CHECK(fs.closes_off_job_thread.load() == 1);
+    CHECK(fs.closes_done.load() == 1);
 }
 
 TEST_CASE("stream to file: the real name never appears before finish")
