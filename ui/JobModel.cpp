@@ -97,8 +97,9 @@ QString JobModel::statusOf(const Row &row) const
         if (row.ejected)
             return row.finalMessage;
         if (row.deviceRemoved)
-            return tr("The device was removed before the copy finished: %1 of %2 had reached it. Files that were "
-                      "complete are kept; plug it back in and copy again to finish the rest.")
+            // The bytes of complete files: a file cut off counts for nothing, though part of it reached the device.
+            return tr("The device was removed before the copy finished. On it in complete files, which are kept: %1 "
+                      "of %2. Plug it back in and copy again to finish the rest.")
                 .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
         QString text = row.ok ? tr("Done: %1.").arg(summaryOf(row))
                               : tr("Finished with problems: %1 (see Details).")
