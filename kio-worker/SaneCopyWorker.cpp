@@ -4,6 +4,7 @@
 #include "Devices.h"
 #include "EngineJob.h"
 #include "ExitCleanup.h"
+#include "FolderRun.h"
 #include "SaneCopyLogging.h"
 #include "UrlMapping.h"
 
@@ -116,7 +117,19 @@ SaneCopyWorker::SaneCopyWorker(const QByteArray &poolSocket, const QByteArray &a
     : KIO::WorkerBase(QByteArrayLiteral("sanecopy"), poolSocket, appSocket)
     // Files come one at a time, a copy of a small one taking tens of milliseconds: a few closes overlap at most.
     , closer_(std::make_shared<sanecopy::BackgroundCloser>(16))
+    , run_(std::make_unique<FolderRun>(closer_))
+    , runCleanup_(std::make_unique<ExitCleanup>([this] { run_->shutdown(); }))
 {
+}
+
+SaneCopyWorker::~SaneCopyWorker() = default;
+
+KIO::WorkerResult SaneCopyWorker::settleRun()
+{
+    const sanecopy::Status s = run_->settle();
+    if (s.ok())
+        return KIO::WorkerResult::pass();
+    return failWithStatus(FileOp::Write, s, fromStd(s.path()));
 }
 
 KIO::WorkerResult SaneCopyWorker::failWith(FileOp op, int err, const QByteArray &path)
@@ -285,6 +298,8 @@ bool SaneCopyWorker::fillEntry(KIO::UDSEntry &entry, int dirfd, const QByteArray
 
 KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     if (const auto onDevice = devicePathFromUrl(url); onDevice && onDevice->device.isEmpty())
         return statDeviceList();
     const Resolved pathTarget = resolve(url);
@@ -314,6 +329,8 @@ KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     if (const auto onDevice = devicePathFromUrl(url); onDevice && onDevice->device.isEmpty()) {
         mimeType(QStringLiteral("inode/directory"));
         return KIO::WorkerResult::pass();
@@ -344,6 +361,8 @@ KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::listDir(const QUrl &url)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     if (const auto onDevice = devicePathFromUrl(url); onDevice && onDevice->device.isEmpty())
         return listDevices();
     const Resolved pathTarget = resolve(url);
@@ -381,11 +400,16 @@ KIO::WorkerResult SaneCopyWorker::mkdir(const QUrl &url, int permissions)
     if (permissions != -1 && ::chmod(path->constData(), mode_t(permissions)) < 0)
         return failWith(FileOp::Chmod, errno, *path);
     syncParent(*path);
+    // KIO's CopyJob makes a dropped folder's folders before it copies their files: those may join the run.
+    if (const sanecopy::Status s = run_->folderMade(toStd(*path)); !s.ok())
+        return failWithStatus(FileOp::Write, s, fromStd(s.path()));
     return KIO::WorkerResult::pass();
 }
 
 KIO::WorkerResult SaneCopyWorker::del(const QUrl &url, bool isFile)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
@@ -405,6 +429,8 @@ KIO::WorkerResult SaneCopyWorker::del(const QUrl &url, bool isFile)
 
 KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO::JobFlags flags)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     const Resolved fromTarget = resolve(src);
     if (fromTarget.error)
         return *fromTarget.error;
@@ -448,6 +474,8 @@ KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO:
 
 KIO::WorkerResult SaneCopyWorker::symlink(const QString &target, const QUrl &dest, KIO::JobFlags flags)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     const Resolved pathTarget = resolve(dest, true);
     if (pathTarget.error)
         return *pathTarget.error;
@@ -468,6 +496,8 @@ KIO::WorkerResult SaneCopyWorker::symlink(const QString &target, const QUrl &des
 
 KIO::WorkerResult SaneCopyWorker::chmod(const QUrl &url, int permissions)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
@@ -483,6 +513,16 @@ KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDa
     if (pathTarget.error)
         return *pathTarget.error;
     const auto &path = pathTarget.path;
+    // KIO's CopyJob sets the times of the folders it made after the last file and before it reports the job
+    // done: the folder run ends here, in this process and in any other that holds files for this device.
+    const sanecopy::Status held = run_->settle();
+    FolderRun::waitForOthers(toStd(*path));
+    if (!held.ok()) {
+        // CopyJob ignores a failed setModificationTime (FAT can't keep every time), so the loss is said as a
+        // warning too, which the job's dialog shows.
+        warning(i18n("A file of this copy is not on the device: %1", QString::fromStdString(held.message())));
+        return failWithStatus(FileOp::Write, held, fromStd(held.path()));
+    }
     struct timespec times[2] = {{0, UTIME_OMIT}, toTimespec(mtime)};
     if (sys().utimensat(AT_FDCWD, path->constData(), times, 0) < 0)
         return failWith(FileOp::SetTime, errno, *path);
@@ -496,6 +536,8 @@ KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDa
 
 KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
@@ -555,6 +597,8 @@ KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
 
 KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::JobFlags flags)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     const Resolved pathTarget = resolve(url, true);
     if (pathTarget.error)
         return *pathTarget.error;
@@ -644,13 +688,29 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
     // KIO's CopyJob makes folders with mkdir() and copies their files one by one; a folder here is a mistake.
     if (S_ISDIR(st.st_mode))
         return KIO::WorkerResult::fail(KIO::ERR_IS_DIRECTORY, displayPath(*from));
+    const auto policy = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
+    if (S_ISREG(st.st_mode)) {
+        // A small file of a dropped folder: held, and on the device when the run settles (FolderRun.h).
+        const sanecopy::Result<bool> held = run_->hold(toStd(*from), toStd(*to), policy);
+        if (!held.ok()) {
+            const sanecopy::Status &s = held.status();
+            return failWithStatus(s.on_source() ? FileOp::Read : FileOp::Write, s, fromStd(s.path()));
+        }
+        if (held.value()) {
+            totalSize(KIO::filesize_t(st.st_size));
+            processedSize(KIO::filesize_t(st.st_size));
+            return KIO::WorkerResult::pass();
+        }
+    }
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
 
     sanecopy::JobSpec spec;
     spec.sources = {toStd(*from)};
     spec.destination = toStd(*to);
     spec.rule = sanecopy::DestinationRule::ExactTarget;
     // Permissions and modification time come from the source, as the engine always copies them.
-    spec.conflict = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
+    spec.conflict = policy;
     spec.closer = closer_;
 
     qCDebug(SANECOPY_KIO) << "copy" << displayPath(*from) << "->" << displayPath(*to) << "through the engine";
@@ -701,6 +761,8 @@ KIO::WorkerResult SaneCopyWorker::failWithStatus(FileOp op, const sanecopy::Stat
 
 KIO::WorkerResult SaneCopyWorker::fileSystemFreeSpace(const QUrl &url)
 {
+    if (KIO::WorkerResult settled = settleRun(); !settled.success())
+        return settled;
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;

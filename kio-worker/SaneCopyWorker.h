@@ -3,7 +3,8 @@
 // The KIO worker for sanecopy:/: a local folder seen through SaneCopy's engine. Browsing, renaming and
 // deleting are the plain system calls; every byte written goes through the engine (copy() runs a copy job,
 // put() a StreamWriter), so a copy into a sanecopy:/ folder moves at the device's own speed, keeps little of
-// it dirty in memory, reports as processed only bytes the device has, and ends only once they are all on it.
+// it dirty in memory, reports as processed only bytes the device has (a dropped folder's small files: at most
+// two groups ahead, FolderRun.h), and ends only once they are all on it.
 //
 // A thin adapter: URLs become paths in UrlMapping, errno becomes KIO::Error in ErrorMapping.
 #pragma once
@@ -28,10 +29,16 @@ class BackgroundCloser;
 struct RemovableMount;
 }
 
+namespace SaneCopyKio {
+class ExitCleanup;
+class FolderRun;
+}
+
 class SaneCopyWorker : public KIO::WorkerBase
 {
 public:
     SaneCopyWorker(const QByteArray &poolSocket, const QByteArray &appSocket);
+    ~SaneCopyWorker() override;
 
     KIO::WorkerResult stat(const QUrl &url) override;
     KIO::WorkerResult mimetype(const QUrl &url) override;
@@ -77,6 +84,9 @@ private:
     KIO::WorkerResult failExists(const QByteArray &path);
     // An engine error: its side picks the words, and a pulled stick is said as such.
     KIO::WorkerResult failWithStatus(SaneCopyKio::FileOp op, const sanecopy::Status &s, const QByteArray &path);
+    // Every file the folder run holds published and on the device (FolderRun.h); called first by every
+    // operation but a copy() the run takes. The failure of a held file, if one failed.
+    KIO::WorkerResult settleRun();
 
     QHash<uid_t, QString> users_;
     QHash<gid_t, QString> groups_;
@@ -84,4 +94,8 @@ private:
     // each close of a written file sleeps 100 ms, a file's close goes on here while the next file is copied
     // (copy_job.h, stream_writer.h).
     std::shared_ptr<sanecopy::BackgroundCloser> closer_;
+    // A dropped folder's small files, made durable together (FolderRun.h).
+    std::unique_ptr<SaneCopyKio::FolderRun> run_;
+    // If KIO ends the process, what the run holds is discarded: no part file stays on the stick.
+    std::unique_ptr<SaneCopyKio::ExitCleanup> runCleanup_;
 };

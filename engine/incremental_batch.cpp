@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "incremental_batch.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "background_closer.h"
+#include "copy_file.h"
+#include "copy_job.h"
+#include "destination.h"
+#include "job_control.h"
+#include "sys.h"
+
+#include <cerrno>
+
+namespace sanecopy {
+
+IncrementalBatch::IncrementalBatch(BatchLimits limits, std::shared_ptr<BackgroundCloser> closer)
+    : limits_(limits), closer_(std::move(closer))
+{
+}
+
+IncrementalBatch::~IncrementalBatch() { discard(); }
+
+Status IncrementalBatch::start(const std::string &dir, const struct stat &dir_st)
+{
+    Result<DeviceInfo> device = probe_device(dir);
+    if (!device.ok())
+        return device.status();
+    device_ = std::move(device.value());
+    dev_ = dir_st.st_dev;
+    SmallFileBatch::Hooks hooks;
+    hooks.durable = [](const BatchedFile &) {};
+    hooks.failed = [this](BatchedFile &, Status s) {
+        if (first_failure_.ok())
+            first_failure_ = std::move(s);
+    };
+    hooks.published = [](BatchedFile &) {};
+    // The closer only where a close sleeps; elsewhere a durable file is closed before its rename, as in a job.
+    BackgroundCloser *closer = device_.mount_flags.flush ? closer_.get() : nullptr;
+    batch_ = std::make_unique<SmallFileBatch>(device_.writeback, device_.group_sync, limits_,
+                                              device_.limits.forbids_fat_chars, std::move(hooks), closer);
+    return {};
+}
+
+Result<bool> IncrementalBatch::add(const std::string &source, const std::string &target, ConflictPolicy policy)
+{
+    const auto [dir, name] = split_path(target);
+    struct stat dir_st {};
+    if (sys().fstatat(AT_FDCWD, dir.c_str(), &dir_st, 0) < 0 || !S_ISDIR(dir_st.st_mode))
+        return false; // the usual way says what is wrong
+    if (batch_ && dir_st.st_dev != dev_)
+        return false;
+    if (!batch_) {
+        if (Status s = start(dir, dir_st); !s)
+            return s;
+    }
+    // tmpfs keeps nothing to sync; a name the filesystem refuses gets the usual way's explained error.
+    if (device_.writeback == WritebackMode::None || !name_problem(name, device_.limits).empty())
+        return false;
+
+    // O_NONBLOCK: a FIFO put in the file's place must not make the open wait for a writer.
+    UniqueFd in(sys().openat(AT_FDCWD, source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
+    if (!in && errno == ELOOP)
+        return false; // a symbolic link: the usual way decides what becomes of it
+    if (!in)
+        return Status::source(errno, "open source", source);
+    struct stat st {};
+    if (sys().fstat(in.get(), &st) < 0)
+        return Status::source(errno, "stat source", source);
+    if (!S_ISREG(st.st_mode) || uint64_t(st.st_size) > JobSpec{}.small_file_limit)
+        return false;
+    sys().fcntl_setfl(in.get(), O_RDONLY);
+
+    SharedDirFd &shared_dir = dirs_[dir];
+    if (!shared_dir) {
+        UniqueFd dir_fd(sys().openat(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+        if (!dir_fd) {
+            dirs_.erase(dir);
+            return Status::destination(errno, "open folder", dir);
+        }
+        shared_dir = std::make_shared<const UniqueFd>(std::move(dir_fd));
+    }
+    // The same name held twice (or twice in different case, where names fold) would share a part file: the
+    // second waits for a flush and goes the usual way.
+    if (batch_->holds(shared_dir->get(), name))
+        return false;
+    Result<PartFile> part = PartFile::create(shared_dir, dir, name, part_mode(st.st_mode));
+    if (!part.ok())
+        return part.status();
+    CopySession session(choose_route(device_, st.st_dev));
+    ProgressCounters counters;
+    FileCopyResult copied;
+    Status s = copy_small_file_data(in.get(), part->fd(), uint64_t(st.st_size), session, counters,
+                                    part->display_path(), copied);
+    if (s)
+        s = part->set_attributes(st.st_mode, st.st_mtim);
+    if (!s)
+        return s; // the part file is removed as |part| goes
+    batch_->add({std::move(part.value()), source, copied.copied, policy, UniqueFd(), {}, {}, false, std::nullopt,
+                 nullptr, {}});
+    ++held_;
+    return true;
+}
+
+Status IncrementalBatch::flush()
+{
+    if (batch_)
+        batch_->flush();
+    end_run();
+    return std::exchange(first_failure_, Status());
+}
+
+void IncrementalBatch::discard()
+{
+    if (batch_)
+        batch_->discard();
+    end_run();
+}
+
+void IncrementalBatch::end_run()
+{
+    batch_.reset();
+    dirs_.clear();
+    held_ = 0;
+}
+
+} // namespace sanecopy

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// A dropped folder's files, made durable together. KIO's CopyJob copies a folder onto sanecopy:/ in three steps:
+// mkdir() for every folder, then one copy() per file, then setModificationTime() for every folder it made,
+// after the last file and before it reports the job done. As one engine job each, a small file paid its own
+// data sync and name sync. Here a small file whose folder this run made is held instead (IncrementalBatch):
+// its bytes go into its part file when its copy() comes, and the held files are published and synced in
+// groups, the last of them when the run settles:
+//   - at the first setModificationTime(), so "done" in Dolphin still means on the device;
+//   - at any other call (a file that can't be held, a stat, a listing, ...), so nothing the worker is asked
+//     about is half done;
+//   - when no call has come for kIdle, which covers a CopyJob that never sets a time (a source without one)
+//     and a job that waits on a question to the user.
+// Dolphin's count of files runs ahead of the device by at most two groups (kLimits) while the run lasts.
+//
+// KIO may hand the setModificationTime() to another worker process than the copies (two jobs on sanecopy:/
+// at once): a process holding files holds the device's "held" lock, and a settle() waits for that lock, so
+// it returns only once every process's files are on the device. A process holding files also holds the
+// device's writer lock (one writer per device), so another copy to the stick waits until they are settled.
+//
+// Thread-safe: the idle settle runs on a thread of its own.
+#pragma once
+
+#include "fd.h"
+#include "incremental_batch.h"
+#include "result.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace sanecopy {
+class BackgroundCloser;
+}
+
+namespace SaneCopyKio {
+
+class FolderRun
+{
+public:
+    static constexpr std::chrono::milliseconds kIdle{250};
+    // Two groups of at most 128 files and 4 MiB: under a second of a slow stick's writing.
+    static constexpr sanecopy::BatchLimits kLimits{4 * 1024 * 1024, 128};
+
+    explicit FolderRun(std::shared_ptr<sanecopy::BackgroundCloser> closer);
+    ~FolderRun(); // shutdown()
+    FolderRun(const FolderRun &) = delete;
+    FolderRun &operator=(const FolderRun &) = delete;
+
+    // mkdir() made |path|: files copied into it may be held until the run settles. CopyJob makes all of a job's
+    // folders before its first file, so a folder made while files are held starts a new run: those are settled
+    // first, and their failure, if one failed, is returned.
+    sanecopy::Status folderMade(const std::string &path);
+    // Holds the copy of |source| to |target| when |target|'s folder was made by this run, its name is free
+    // and the file is small. Ok(false): copy it the usual way, after settle().
+    sanecopy::Result<bool> hold(const std::string &source, const std::string &target, sanecopy::ConflictPolicy policy);
+    // Every held file published and on the device, here and in any other process, and the run over. The
+    // first failure of a held file since the last settle (that file is not under its name).
+    sanecopy::Status settle();
+    // Waits until no other process holds files for |folder|'s device (this one's are settled first).
+    static void waitForOthers(const std::string &folder);
+    // Stops the idle settle and discards what is held: no part file left, and under a real name only files
+    // already on the device. For a process that is ending; nothing may be called after it.
+    void shutdown();
+    // Files held now.
+    std::size_t held() const;
+
+private:
+    sanecopy::Status settleLocked();
+    void idleLoop();
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stop_ = false;
+    std::chrono::steady_clock::time_point last_;
+    std::set<std::string> folders_;          // made by this run
+    sanecopy::UniqueFd writerLock_, heldLock_;
+    sanecopy::IncrementalBatch batch_;
+    sanecopy::Status failure_;               // from an idle settle, for the next call
+    std::thread idle_;                       // last: started once the rest is constructed
+};
+
+} // namespace SaneCopyKio
