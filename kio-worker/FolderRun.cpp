@@ -67,7 +67,7 @@ sanecopy::Status FolderRun::folderMade(const std::string &path)
     std::lock_guard lock(mutex_);
     sanecopy::Status s;
     if (!batch_.empty())
-        s = settleLocked();
+        s = settleLocked(true);
     folders_.insert(path);
     last_ = std::chrono::steady_clock::now();
     wake_.notify_all();
@@ -105,12 +105,13 @@ sanecopy::Result<bool> FolderRun::hold(const std::string &source, const std::str
     return held;
 }
 
-sanecopy::Status FolderRun::settleLocked()
+sanecopy::Status FolderRun::settleLocked(bool endRun)
 {
     sanecopy::Status s = batch_.flush();
     writerLock_ = {};
     heldLock_ = {};
-    folders_.clear();
+    if (endRun)
+        folders_.clear();
     if (s.ok())
         s = std::exchange(failure_, sanecopy::Status());
     return s;
@@ -119,7 +120,13 @@ sanecopy::Status FolderRun::settleLocked()
 sanecopy::Status FolderRun::settle()
 {
     std::lock_guard lock(mutex_);
-    return settleLocked();
+    return settleLocked(false);
+}
+
+sanecopy::Status FolderRun::end()
+{
+    std::lock_guard lock(mutex_);
+    return settleLocked(true);
 }
 
 void FolderRun::waitForOthers(const std::string &folder)
@@ -148,7 +155,7 @@ void FolderRun::idleLoop()
             wake_.wait_until(lock, due);
             continue;
         }
-        if (sanecopy::Status s = settleLocked(); !s && failure_.ok())
+        if (sanecopy::Status s = settleLocked(true); !s && failure_.ok())
             failure_ = std::move(s);
     }
 }

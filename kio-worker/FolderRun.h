@@ -5,17 +5,18 @@
 // after the last file and before it reports the job done. As one engine job each, a small file paid its own
 // data sync and name sync. Here a small file whose folder this run made is held instead (IncrementalBatch):
 // its bytes go into its part file when its copy() comes, and the held files are published and synced in
-// groups, the last of them when the run settles:
+// groups, the last of them when the run ends:
 //   - at the first setModificationTime(), so "done" in Dolphin still means on the device;
-//   - at any other call (a file that can't be held, a stat, a listing, ...), so nothing the worker is asked
-//     about is half done;
+//   - when a folder is made while files are held (another job's);
 //   - when no call has come for kIdle, which covers a CopyJob that never sets a time (a source without one)
 //     and a job that waits on a question to the user.
+// Any other call (a file that can't be held, a stat, a listing, ...) settles what is held first, so nothing the
+// worker is asked about is half done, and the run goes on: CopyJob may send a big file between small ones.
 // Dolphin's count of files runs ahead of the device by at most two groups (kLimits) while the run lasts.
 //
 // KIO may hand the setModificationTime() to another worker process than the copies (two jobs on sanecopy:/
-// at once): a process holding files holds the device's "held" lock, and a settle() waits for that lock, so
-// it returns only once every process's files are on the device. A process holding files also holds the
+// at once): a process holding files holds the device's "held" lock, and waitForOthers() waits for that lock,
+// so setModificationTime() returns only once every process's files are on the device. A process holding files also holds the
 // device's writer lock (one writer per device), so another copy to the stick waits until they are settled.
 //
 // Thread-safe: the idle settle runs on a thread of its own.
@@ -58,9 +59,11 @@ public:
     // Holds the copy of |source| to |target| when |target|'s folder was made by this run, its name is free
     // and the file is small. Ok(false): copy it the usual way, after settle().
     sanecopy::Result<bool> hold(const std::string &source, const std::string &target, sanecopy::ConflictPolicy policy);
-    // Every held file published and on the device, here and in any other process, and the run over. The
-    // first failure of a held file since the last settle (that file is not under its name).
+    // Every held file published and on the device; the run goes on. The first failure of a held file since the
+    // last settle (that file is not under its name).
     sanecopy::Status settle();
+    // settle(), and the run is over: its folders take no more files.
+    sanecopy::Status end();
     // Waits until no other process holds files for |folder|'s device (this one's are settled first).
     static void waitForOthers(const std::string &folder);
     // Stops the idle settle and discards what is held: no part file left, and under a real name only files
@@ -70,7 +73,7 @@ public:
     std::size_t held() const;
 
 private:
-    sanecopy::Status settleLocked();
+    sanecopy::Status settleLocked(bool endRun);
     void idleLoop();
 
     mutable std::mutex mutex_;

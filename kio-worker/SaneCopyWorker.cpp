@@ -515,7 +515,7 @@ KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDa
     const auto &path = pathTarget.path;
     // KIO's CopyJob sets the times of the folders it made after the last file and before it reports the job
     // done: the folder run ends here, in this process and in any other that holds files for this device.
-    const sanecopy::Status held = run_->settle();
+    const sanecopy::Status held = run_->end();
     FolderRun::waitForOthers(toStd(*path));
     if (!held.ok()) {
         // CopyJob ignores a failed setModificationTime (FAT can't keep every time), so the loss is said as a

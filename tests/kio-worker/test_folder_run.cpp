@@ -80,10 +80,16 @@ TEST_CASE("folder run: only files of a folder the run made are held, and settle 
         REQUIRE(run.hold(src(t, i), t / ("made/f" + std::to_string(i)), ConflictPolicy::Refuse).value());
     CHECK(run.held() == 3);
     CHECK_FALSE(fs::exists(t / "made/f3"));
+    // Settled in the middle of a run (a big file comes, or a stat): all on the device, and the run goes on.
     REQUIRE(run.settle().ok());
     for (int i = 1; i < 4; ++i)
         CHECK(read_file(t / ("made/f" + std::to_string(i))) == read_file(src(t, i)));
-    // Settled, the run is over: the folder no longer takes files, so a later copy into it is durable on its own.
+    write_pattern_file(t / "src/g", 3000, 7);
+    REQUIRE(run.hold(t / "src/g", t / "made/g", ConflictPolicy::Refuse).value());
+    // Ended (the folders' times are set): the folder no longer takes files, so a later copy into it is durable
+    // on its own.
+    REQUIRE(run.end().ok());
+    CHECK(read_file(t / "made/g") == read_file(t / "src/g"));
     r = run.hold(src(t, 0), t / "made/f0", ConflictPolicy::Refuse);
     REQUIRE(r.ok());
     CHECK_FALSE(r.value());
@@ -112,7 +118,7 @@ TEST_CASE("folder run: folders made one after another all take files, and one ma
     REQUIRE(r.ok());
     CHECK_FALSE(r.value());
     REQUIRE(run.hold(src(t, 3), t / "new/f3", ConflictPolicy::Refuse).value());
-    REQUIRE(run.settle().ok());
+    REQUIRE(run.end().ok());
     CHECK(read_file(t / "new/f3") == read_file(src(t, 3)));
 }
 
