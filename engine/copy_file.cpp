@@ -24,7 +24,8 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
     const bool same_fs = dest.st_dev == source_dev;
     const bool fast_fixed = !dest.removable && !dest.rotational && !dest.block_device.empty() &&
                             dest.writeback == WritebackMode::Windows;
-    route.clone_chain = same_fs || fast_fixed;
+    route.write_through = dest.mount_flags.sync;
+    route.clone_chain = (same_fs || fast_fixed) && !route.write_through;
     route.evict = true;
     // A small file's own writeback: on FAT and the like always (their groups sync on the job's thread), and on
     // removable devices, which are nearly always slower than the job writes small files (page_cache_policy.h).
@@ -144,7 +145,7 @@ private:
                 return blame(errno, "copy_file_range", off);
             }
         }
-        if (session_.sendfile_works) {
+        if (session_.sendfile_works && !session_.route.write_through) {
             // sendfile writes at the destination's file position, which the other mechanisms leave behind.
             if (!dst_pos_known_ || dst_pos_ != off) {
                 if (sys().lseek(dst_, off_t(off), SEEK_SET) < 0)
@@ -170,7 +171,7 @@ private:
     {
         auto &buf = session_.buffer;
         if (buf.empty())
-            buf.resize(1 << 20);
+            buf.resize(session_.route.write_through ? kWriteThroughBuffer : std::size_t(1) << 20);
         const size_t want = size_t(std::min<uint64_t>(len, buf.size()));
         ssize_t r = sys().pread(src_, buf.data(), want, off_t(off));
         if (r < 0)

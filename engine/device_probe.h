@@ -99,8 +99,12 @@ struct MountFlags {
     // then sleeps 100 ms uninterruptibly (fat_file_release, fs/fat/file.c). The sleep is per closing thread, so
     // closes one after another cost 100 ms a file, closes side by side 100 ms together.
     bool flush = false;
-    bool sync = false;    // every write goes to the device before it returns
-    bool dirsync = false; // every change to a folder does
+    // "sync": every write goes to the device before it returns; the copy then writes in big read/write buffers
+    // (CopyRoute::write_through), since sendfile's 64 KiB pieces would each be written and waited for alone.
+    bool sync = false;
+    // "dirsync" (and "sync"): every change to a folder does. Nothing changes for it: a part file and its rename
+    // are two such changes a file, which is what keeps a half file from ever having the real name.
+    bool dirsync = false;
     // Who owns every file on it (FAT, exFAT and NTFS have no owners of their own: uid=, or FUSE's user_id=; vfat
     // does not show uid=0). nullopt where files have owners of their own.
     std::optional<uint32_t> owner_uid;

@@ -91,6 +91,34 @@ TEST_CASE("copy file to file: stick route copies identical bytes through sendfil
     CHECK(fs.dontneed_calls > 0);
 }
 
+TEST_CASE("copy file to file: on a sync mount bytes go by read/write in big writes, not by sendfile")
+{
+    DeviceInfo dev;
+    dev.writeback = WritebackMode::Windows;
+    dev.removable = true;
+    dev.mount_flags.sync = true;
+    const CopyRoute route = choose_route(dev, 1);
+    REQUIRE(route.write_through);
+    CHECK_FALSE(route.clone_chain);
+    dev.mount_flags.sync = false;
+    CHECK_FALSE(choose_route(dev, 1).write_through);
+
+    TempDir t;
+    write_pattern_file(t / "src", 9 * MiB + 777);
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    CopySession session(route, ChunkLimits{}.checked());
+    REQUIRE(copy_with(route, t / "src", t / "dst", file_size(t / "src"), result, counters, &session).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.sendfile_calls == 0);
+    CHECK(fs.copy_file_range_calls == 0);
+    CHECK(fs.pwrite_calls > 0);
+    CHECK(session.buffer.size() == kWriteThroughBuffer);
+    CHECK(counters.durable_bytes == file_size(t / "src"));
+}
+
 TEST_CASE("copy file to file: EINTR is retried and the bytes are identical")
 {
     TempDir t;

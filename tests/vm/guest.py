@@ -190,7 +190,7 @@ def unmount():
             run(["umount", "-l", MNT], check=False)
 
 
-def fresh_stick(fs):
+def fresh_stick(fs, options=()):
     """A fresh stick of |fs| mounted at MNT with the kernel's default options, its files owned by the desktop's
     user, who runs every tool on it: FAT, exFAT and NTFS take the owner as a mount option (uid=, gid=: ownership
     only, nothing that changes how the kernel writes), ext4 from mkfs (root_owner, as a desktop's formatting tool
@@ -201,7 +201,8 @@ def fresh_stick(fs):
     owner = f"{USER_UID}:{USER_UID}"
     run(mkfs + (["-E", f"root_owner={owner}"] if fs == "ext4" else []) + [DEV])
     os.makedirs(MNT, exist_ok=True)
-    run(["mount", "-t", mtype] + ([] if fs == "ext4" else ["-o", f"uid={USER_UID},gid={USER_UID}"]) + [DEV, MNT])
+    opts = list(options) + ([] if fs == "ext4" else [f"uid={USER_UID}", f"gid={USER_UID}"])
+    run(["mount", "-t", mtype] + (["-o", ",".join(opts)] if opts else []) + [DEV, MNT])
 
 
 def make_file(path, size, seed):
@@ -501,6 +502,116 @@ def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
     tap(left <= STAT_SLACK, f"{fs}/desktop: small files through the KIO worker: nothing dirty when kioclient returns",
         f"{left / 1024:.0f} KiB")
     return secs
+
+
+def resident(paths):
+    """Bytes of |paths| (files, or folders walked) in the page cache, as fincore counts them."""
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            files += [os.path.join(d, n) for d, _, names in os.walk(p) for n in names]
+        elif os.path.exists(p):
+            files.append(p)
+    total = 0
+    for i in range(0, len(files), 500):
+        out = run(["fincore", "--bytes", "--noheadings", "--output", "RES"] + files[i:i + 500], check=False).stdout
+        total += sum(int(x) for x in out.split() if x.isdigit())
+    return total
+
+
+def bench_row(fs, desktop, kind):
+    """bench/bench.py --vm's row: sanecp, dd oflag=direct (big file only), cp and rsync, side by side on the same
+    stick, each as the desktop's user from a cold cache: time to durable, the share of the stick's write rate, the
+    peak of the stick's dirty + writeback pages, and how much of the source and of the copy each left in the page
+    cache."""
+    if kind == "big":
+        src = os.path.join(WORK, "big.bin")
+        if not os.path.exists(src):
+            make_file(src, BIG, 1)
+    else:
+        src = os.path.join(WORK, "tree")
+        if not os.path.exists(src):
+            make_tree(src, SMALL_FILES, 2)
+    size = sum(os.path.getsize(f) for f in ([src] if kind == "big" else
+                                           [os.path.join(d, n) for d, _, ns in os.walk(src) for n in ns]))
+    if desktop:
+        mnt = desktop_stick(fs)
+    else:
+        fresh_stick(fs)
+        mnt = MNT
+    big = kind == "big"
+    tools = {
+        "sanecp": None,
+        "dd oflag=direct": ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct", "status=none"] if big else None,
+        "cp": ["cp", src, f"{mnt}/cp.bin"] if big else ["cp", "-r", src, f"{mnt}/cp"],
+        "rsync": ["rsync", "-a", src, f"{mnt}/rsync.bin"] if big else ["rsync", "-a", src + "/", f"{mnt}/rsync"],
+    }
+    dests = {"sanecp": f"{mnt}/{os.path.basename(src)}", "dd oflag=direct": f"{mnt}/dd.bin",
+             "cp": f"{mnt}/cp.bin" if big else f"{mnt}/cp", "rsync": f"{mnt}/rsync.bin" if big else f"{mnt}/rsync"}
+    rows = {}
+    try:
+        for tool, cmd in tools.items():
+            if tool != "sanecp" and cmd is None:
+                continue
+            clear_stick(mnt)
+            if tool == "sanecp":
+                rc, secs, peak, _, _, _, err = sanecp([src, mnt + "/"], user=USER)
+                ok = rc == 0
+            else:
+                try:
+                    secs, _, peak = timed(as_user(USER, cmd), mnt)
+                    ok = True
+                except RuntimeError as e:
+                    ok, secs, peak, err = False, 0.0, 0, str(e)
+            same = ok and run(["diff", "-r" if not big else "-q", src, dests[tool]], check=False).returncode == 0
+            tap(same, f"bench {fs}{' (desktop)' if desktop else ''} {kind}: {tool} copied it")
+            rows[tool] = {"secs": secs, "rate": size / secs if secs else 0.0, "peak": peak,
+                          "src_res": resident([src]), "dst_res": resident([dests[tool]])}
+            diag(f"bench {fs} {kind}: {tool}: {rows[tool]}")
+    finally:
+        if desktop:
+            desktop_unmount()
+        else:
+            unmount()
+    return {"fs": fs + (" (desktop)" if desktop else ""), "kind": kind, "bytes": size, "tools": rows}
+
+
+SYNC_BIG = 32 * MiB
+
+
+def scenario_sync(fs):
+    """A stick mounted with "sync" (some users set it in fstab or UDisks2's mount_options.conf): every write and
+    every change to a folder reaches the device before the call returns. Measured on request (not in the default
+    run), for the design notes: what SaneCopy's windows and group syncs cost there, against dd and cp."""
+    src = os.path.join(WORK, "sync.bin")
+    if not os.path.exists(src):
+        make_file(src, SYNC_BIG, 5)
+    tree = os.path.join(WORK, f"tree{FLUSH_CP_FILES}")
+    if not os.path.exists(tree):
+        make_tree(tree, FLUSH_CP_FILES, 2)
+    fresh_stick(fs, ("sync",))
+    try:
+        dev = probe_as_user(MNT)
+        tap(dev.get("sync") is True, f"{fs}/sync: the probe sees sync", f"sync {dev.get('sync')}")
+        dd, _, _ = timed(as_user(USER, ["dd", f"if={src}", f"of={MNT}/dd.bin", "bs=4M", "oflag=direct",
+                                        "status=none"]))
+        clear_stick()
+        cp, _, _ = timed(as_user(USER, ["cp", src, f"{MNT}/cp.bin"]))
+        clear_stick()
+        rc, secs, peak, _, left, _, err = sanecp([src, MNT + "/"], user=USER)
+        diag(f"{fs}/sync: {SYNC_BIG // MiB} MiB: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s, sanecp {secs:.2f} s "
+             f"= {secs / dd:.3f}x dd, peak {peak / MiB:.1f} MiB")
+        tap(rc == 0 and filecmp.cmp(src, f"{MNT}/sync.bin", shallow=False), f"{fs}/sync: big file: sanecp copies it",
+            err.strip()[:200])
+        clear_stick()
+        cp_small, _, _ = timed(as_user(USER, ["cp", "-r", tree, f"{MNT}/cp"]))
+        clear_stick()
+        rc, small, _, _, _, _, err = sanecp([tree, MNT + "/"], user=USER)
+        diag(f"{fs}/sync: {FLUSH_CP_FILES} small files: cp -r + sync {cp_small:.2f} s, sanecp {small:.2f} s "
+             f"= {small / cp_small:.3f}x")
+        tap(rc == 0, f"{fs}/sync: small files: sanecp exits 0", err.strip()[:200])
+    finally:
+        unmount()
 
 
 def scenario_probe():
@@ -1044,8 +1155,13 @@ def main():
     steps += [(f"pull-{fs}", lambda fs=fs: scenario_pull(fs)) for fs in ("vfat", "exfat")]
     steps += [("pull-kio", lambda: scenario_pull("vfat", "kio"))]
     steps += [("gui", scenario_gui)]  # last: it powers the stick off
-    for name, step in steps:
-        if not want(name):
+    extra = [(f"sync-{fs}", lambda fs=fs: scenario_sync(fs)) for fs in ("vfat", "exfat")]  # only when named
+    bench = []  # bench/bench.py --vm: bench-KIND-FS[-desktop], also only when named
+    extra += [(f"bench-{kind}-{fs}{'-desktop' if d else ''}",
+               lambda fs=fs, d=d, kind=kind: bench.append(bench_row(fs, d, kind)))
+              for kind in ("big", "small") for fs in ("vfat", "exfat", "ntfs3") for d in (False, True)]
+    for name, step in steps + extra:
+        if not want(name) or (only is None and any(name == e for e, _ in extra)):
             continue
         diag(f"--- {name}")
         t0 = time.monotonic()
@@ -1063,8 +1179,8 @@ def main():
         for line in notes[:12]:
             diag(f"  {line}")
     # The tables for docs/: one JSON line the host picks up.
-    print("@@SANECOPY TABLE " + json.dumps({"big": list(big.values()), "small": list(small.values())}) + "@@",
-          flush=True)
+    print("@@SANECOPY TABLE " + json.dumps({"big": list(big.values()), "small": list(small.values()),
+                                            "bench": bench}) + "@@", flush=True)
     print(f"1..{_count}", flush=True)
     return 1 if _failed else 0
 
