@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "page_cache_policy.h"
 
+#include <sys/stat.h>
+
 #include "sys.h"
 #include "sysmon.h"
 
@@ -36,6 +38,14 @@ SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(siz
     if (size_ > kDefaultReadahead)
         sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
     if (!evict_)
+        return;
+    // The kernel tells a file's residency only to its owner (or to who may write it, or to root): to anyone
+    // else mincore says every page is cached, and newer kernels refuse cachestat. Believed, that would keep
+    // every page of a file the user only reads (another user's, root's, on a read-only mount) in the cache.
+    // There the copy can't tell whose pages are whose and drops what it read, as for an uncached file.
+    struct stat st {};
+    const uid_t euid = sys().geteuid();
+    if (sys().fstat(fd_, &st) == 0 && euid != 0 && st.st_uid != euid)
         return;
     // Most sources are not cached at all, and then one cachestat says so: every page will be ours to drop.
     // Otherwise (or before Linux 6.5) mincore tells page by page.

@@ -269,6 +269,30 @@ TEST_CASE("page cache: source pages that were cached before the copy are left al
     CHECK(residency(t / "src") > 0.95);
 }
 
+TEST_CASE("page cache: a source whose residency the kernel hides is dropped behind the copy")
+{
+    // Run by someone who neither owns the file nor is root: the kernel's mincore then says every page is cached.
+    struct Hidden : FaultSyscalls {
+        uid_t raw_geteuid() override { return 4242; }
+        int raw_mincore(void *, size_t len, unsigned char *vec) override
+        {
+            std::memset(vec, 1, (len + 4095) / 4096);
+            return 0;
+        }
+    };
+    TempDir t;
+    write_pattern_file(t / "src", 16 * MiB);
+    (void)read_file(t / "src"); // cached, as far as anyone can tell
+    REQUIRE(residency(t / "src") > 0.95);
+    Hidden fs;
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 16 * MiB, result, counters).ok());
+    CHECK(residency(t / "src") < 0.05);
+    CHECK(residency(t / "dst") < 0.05);
+}
+
 TEST_CASE("copy file to file: cancel stops within a chunk with ECANCELED")
 {
     TempDir t;
