@@ -668,6 +668,37 @@ def report(args, meta, big, tree, tiny=None):
     return "\n".join(out)
 
 
+# The rows bench --vm asks the VM for (tests/vm/guest.py, bench_row): each filesystem with the kernel's default
+# options and as UDisks2 mounts it for a desktop's user (vfat: "flush").
+VM_ROWS = [f"bench-{kind}-{fs}{suffix}" for kind in ("big", "small") for fs in ("vfat", "exfat", "ntfs3")
+           for suffix in ("", "-desktop")]
+
+
+def vm_bench(args):
+    """Runs the VM's bench rows and prints their table. The VM builds the checkout itself, in the Debian 13 root."""
+    stick.require_root_or_skip()
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    log("the VM's bench rows: " + ",".join(VM_ROWS))
+    p = subprocess.run([os.path.join(here, "packaging", "dev.sh"), "test-usb", ",".join(VM_ROWS)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    lines = p.stdout.splitlines()
+    table = [l[2:] for l in lines if l.startswith("# |") or l.startswith("# The stick:")]
+    failed = [l for l in lines if l.startswith("not ok")]
+    date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    text = "\n".join([f"# SaneCopy on an emulated USB stick in the VM, {date}", "",
+                      "Each filesystem as the kernel mounts it by default and as UDisks2 mounts it for a desktop's "
+                      "user (\"desktop\"); one run, so compare within it.", ""] + table + [""] +
+                     ([f"Failed: {l}" for l in failed] or []))
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    if p.returncode != 0 or failed or not table:
+        print("\n".join(lines[-40:]), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sanecp", help="path to the sanecp binary")
@@ -685,7 +716,13 @@ def main():
     ap.add_argument("--latency", action=argparse.BooleanOptionalAction, default=None,
                     help="copy the big file once more per tool, with vm.dirty_bytes lowered, and measure the fsync "
                          "latency of a small writer on the system disk meanwhile (default: on, off with --quick)")
+    ap.add_argument("--vm", action="store_true",
+                    help="instead of the loop-device stick: the kernel's vfat, exFAT and NTFS on an emulated USB stick "
+                         "in the VM of packaging/dev.sh test-usb, each as the kernel mounts it by default and as "
+                         "UDisks2 mounts it for a desktop's user (about 30 minutes; the other options do not apply)")
     args = ap.parse_args()
+    if args.vm:
+        return vm_bench(args)
     if args.latency is None:
         args.latency = not args.quick
     args.size_mib = args.size_mib or (256 if args.quick else 1500)

@@ -54,7 +54,7 @@ deb_test_packages=(kde-cli-tools)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
 # filesystems' tools, and what the scenarios run.
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
-             python3 diffutils kde-cli-tools udisks2 xvfb polkitd strace)
+             python3 diffutils kde-cli-tools udisks2 xvfb polkitd strace rsync util-linux-extra)
 
 die() { echo "debian13: $*" >&2; exit 1; }
 log() { echo "== debian13: $*"; }

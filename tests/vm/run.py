@@ -80,6 +80,16 @@ def print_tables(table):
         print_table(["fs", "cp -r + sync", "sanecp", "sanecp / cp", "sanecp peak dirty"],
                     [[r["fs"], f"{r['cp']:.2f} s", f"{r['sanecp']:.2f} s", f"{r['ratio']:.3f}x",
                       f"{r['peak'] / mib:.1f} MiB"] for r in table["small"]])
+    if table.get("bench"):
+        rows = []
+        for r in table["bench"]:
+            what = f"{r['bytes'] / mib:.0f} MiB" + (" in 1 file" if r["kind"] == "big" else " in 2000 files")
+            for tool, t in r["tools"].items():
+                rows.append([r["fs"], what, tool, f"{t['secs']:.2f} s", f"{100 * t['rate'] / WRITE_BPS:.0f} %",
+                             f"{t['peak'] / mib:.1f} MiB", f"{t['src_res'] / mib:.1f} MiB", f"{t['dst_res'] / mib:.1f} MiB"])
+        print("# The stick: 10 MB/s, 300 write IOPS (qemu's usb-storage); each tool from a cold cache, as the desktop's user.")
+        print_table(["stick", "copied", "tool", "time to durable", "of the stick's write rate", "peak dirty + writeback",
+                     "source cached after", "copy cached after"], rows)
     sys.stdout.flush()
 
 
