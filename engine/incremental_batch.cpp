@@ -51,10 +51,8 @@ Result<bool> IncrementalBatch::add(const std::string &source, const std::string 
         return false; // the usual way says what is wrong
     if (batch_ && dir_st.st_dev != dev_)
         return false;
-    if (!batch_) {
-        if (Status s = start(dir, dir_st); !s)
-            return s;
-    }
+    if (!batch_ && !start(dir, dir_st).ok())
+        return false; // no probe, no batch: the usual way copies it (and says what is wrong, if anything)
     // tmpfs keeps nothing to sync; a name the filesystem refuses gets the usual way's explained error.
     if (device_.writeback == WritebackMode::None || !name_problem(name, device_.limits).empty())
         return false;
