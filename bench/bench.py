@@ -719,7 +719,7 @@ def main():
     ap.add_argument("--vm", action="store_true",
                     help="instead of the loop-device stick: the kernel's vfat, exFAT and NTFS on an emulated USB stick "
                          "in the VM of packaging/dev.sh test-usb, each as the kernel mounts it by default and as "
-                         "UDisks2 mounts it for a desktop's user (about 30 minutes; the other options do not apply)")
+                         "UDisks2 mounts it for a desktop's user (about 20 minutes; the other options do not apply)")
     args = ap.parse_args()
     if args.vm:
         return vm_bench(args)

@@ -22,13 +22,12 @@ IncrementalBatch::IncrementalBatch(BatchLimits limits, std::shared_ptr<Backgroun
 
 IncrementalBatch::~IncrementalBatch() { discard(); }
 
-Status IncrementalBatch::start(const std::string &dir, const struct stat &dir_st)
+Status IncrementalBatch::start(const std::string &dir)
 {
     Result<DeviceInfo> device = probe_device(dir);
     if (!device.ok())
         return device.status();
     device_ = std::move(device.value());
-    dev_ = dir_st.st_dev;
     SmallFileBatch::Hooks hooks;
     hooks.durable = [](const BatchedFile &) {};
     hooks.failed = [this](BatchedFile &, Status s) {
@@ -49,9 +48,9 @@ Result<bool> IncrementalBatch::add(const std::string &source, const std::string 
     struct stat dir_st {};
     if (sys().fstatat(AT_FDCWD, dir.c_str(), &dir_st, 0) < 0 || !S_ISDIR(dir_st.st_mode))
         return false; // the usual way says what is wrong
-    if (batch_ && dir_st.st_dev != dev_)
+    if (batch_ && dir_st.st_dev != device_.st_dev)
         return false;
-    if (!batch_ && !start(dir, dir_st).ok())
+    if (!batch_ && !start(dir).ok())
         return false; // no probe, no batch: the usual way copies it (and says what is wrong, if anything)
     // tmpfs keeps nothing to sync; a name the filesystem refuses gets the usual way's explained error.
     if (device_.writeback == WritebackMode::None || !name_problem(name, device_.limits).empty())

@@ -14,8 +14,6 @@
 // Not thread-safe: one caller at a time.
 #pragma once
 
-#include <sys/stat.h>
-
 #include "device_probe.h"
 #include "publish.h"
 #include "result.h"
@@ -54,13 +52,12 @@ public:
     std::size_t held() const { return held_; }
 
 private:
-    Status start(const std::string &dir, const struct stat &dir_st);
+    Status start(const std::string &dir);
     void end_run();
 
     BatchLimits limits_;
     std::shared_ptr<BackgroundCloser> closer_;
-    DeviceInfo device_;
-    dev_t dev_ = 0;                       // of the files held; 0: no group started
+    DeviceInfo device_;                   // of the files held, while batch_ is set
     std::unique_ptr<SmallFileBatch> batch_;
     // One descriptor a folder: the batch tells names apart by folder descriptor and name.
     std::map<std::string, SharedDirFd> dirs_;

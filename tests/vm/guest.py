@@ -265,6 +265,18 @@ def sanecp(args, expect_rc=0, user=None):
     return rc, seconds, s.peak, worst, left, records, "".join(err)
 
 
+def dd_cp_sanecp(src, mnt):
+    """One file onto the stick at |mnt| by dd oflag=direct, cp + sync and sanecp, in turn, each as the desktop's user
+    and from an empty stick. Returns (dd's seconds, (cp's seconds, when cp returned, cp's peak), sanecp's result
+    as sanecp() gives it)."""
+    dd, _, _ = timed(as_user(USER, ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct",
+                                          "status=none"]), mnt)
+    clear_stick(mnt)
+    cp, cp_ret, cp_peak = timed(as_user(USER, ["cp", src, f"{mnt}/cp.bin"]), mnt)
+    clear_stick(mnt)
+    return dd, (cp, cp_ret, cp_peak), sanecp([src, mnt + "/"], user=USER)
+
+
 def clear_stick(mnt=MNT):
     for name in os.listdir(mnt):
         path = os.path.join(mnt, name)
@@ -290,12 +302,7 @@ def scenario_big(fs):
     if not os.path.exists(src):
         make_file(src, BIG, 1)
     fresh_stick(fs)
-    dd, _, dd_peak = timed(as_user(USER, ["dd", f"if={src}", f"of={MNT}/dd.bin", "bs=4M", "oflag=direct",
-                                          "status=none"]))
-    clear_stick()
-    cp, cp_ret, cp_peak = timed(as_user(USER, ["cp", src, f"{MNT}/cp.bin"]))
-    clear_stick()
-    rc, secs, peak, ahead, left, records, err = sanecp([src, MNT + "/"], user=USER)
+    dd, (cp, cp_ret, cp_peak), (rc, secs, peak, ahead, left, records, err) = dd_cp_sanecp(src, MNT)
     best = min(dd, cp)
     progress = [r for r in records if r.get("type") == "progress"]
     if progress:
@@ -403,12 +410,7 @@ def scenario_big_desktop(fs):
         dev = probe_as_user(mnt)
         tap(dev.get("flush") == (fs == "vfat") and dev.get("runs_as_owner") is True,
             f"{fs}/desktop: probe: flush {dev.get('flush')}, runs as the mount's owner {dev.get('runs_as_owner')}")
-        dd, _, _ = timed(as_user(USER, ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct",
-                                        "status=none"]), mnt)
-        clear_stick(mnt)
-        cp, cp_ret, cp_peak = timed(as_user(USER, ["cp", src, f"{mnt}/cp.bin"]), mnt)
-        clear_stick(mnt)
-        rc, secs, peak, ahead, left, _, err = sanecp([src, mnt + "/"], user=USER)
+        dd, (cp, cp_ret, cp_peak), (rc, secs, peak, ahead, left, _, err) = dd_cp_sanecp(src, mnt)
         diag(f"{fs}/desktop: {BIG // MiB} MiB as {USER}: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s "
              f"(returned {cp_ret:.2f} s), sanecp {secs:.2f} s = {secs / dd:.3f}x dd, peak {peak / MiB:.1f} MiB")
         tap(rc == 0, f"{fs}/desktop: big file: sanecp exits 0", err.strip()[:200])
@@ -595,12 +597,7 @@ def scenario_sync(fs):
     try:
         dev = probe_as_user(MNT)
         tap(dev.get("sync") is True, f"{fs}/sync: the probe sees sync", f"sync {dev.get('sync')}")
-        dd, _, _ = timed(as_user(USER, ["dd", f"if={src}", f"of={MNT}/dd.bin", "bs=4M", "oflag=direct",
-                                        "status=none"]))
-        clear_stick()
-        cp, _, _ = timed(as_user(USER, ["cp", src, f"{MNT}/cp.bin"]))
-        clear_stick()
-        rc, secs, peak, _, left, _, err = sanecp([src, MNT + "/"], user=USER)
+        dd, (cp, _, _), (rc, secs, peak, _, left, _, err) = dd_cp_sanecp(src, MNT)
         diag(f"{fs}/sync: {SYNC_BIG // MiB} MiB: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s, sanecp {secs:.2f} s "
              f"= {secs / dd:.3f}x dd, peak {peak / MiB:.1f} MiB")
         tap(rc == 0 and filecmp.cmp(src, f"{MNT}/sync.bin", shallow=False), f"{fs}/sync: big file: sanecp copies it",
