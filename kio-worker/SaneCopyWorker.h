@@ -10,7 +10,10 @@
 #pragma once
 
 #include "ErrorMapping.h"
+#include "conflict.h"
+#include "fd.h"
 #include "result.h"
+#include "stream_writer.h"
 
 #include <KIO/UDSEntry>
 #include <KIO/WorkerBase>
@@ -30,6 +33,7 @@ struct RemovableMount;
 }
 
 namespace SaneCopyKio {
+struct EngineOutcome;
 class ExitCleanup;
 class FolderRun;
 }
@@ -66,6 +70,15 @@ private:
     // |creating|: the URL names something about to be made, so a name directly in the device list is a mistake to
     // explain (files go onto a device, not beside them), not a missing file.
     Resolved resolve(const QUrl &url, bool creating = false);
+    // settleRun(), then resolve(): what the folder run held is settled before anything else is looked at.
+    Resolved settleAndResolve(const QUrl &url, bool creating = false);
+    // The two ends of a copy or rename, neither of them a device's own folder.
+    struct ResolvedPair {
+        QByteArray from;
+        QByteArray to;
+        std::optional<KIO::WorkerResult> error;
+    };
+    ResolvedPair resolvePair(const QUrl &src, const QUrl &dest);
     // Deleting, moving or renaming a device's own folder: refused, with what to do instead.
     KIO::WorkerResult deviceIsNoFile();
     // sanecopy://devices/ itself: a folder that can't be written, holding one folder per device.
@@ -87,6 +100,24 @@ private:
     // Every file the folder run holds published and on the device (FolderRun.h); called first by every
     // operation but a copy() the run takes. The failure of a held file, if one failed.
     KIO::WorkerResult settleRun();
+
+    // rename(): with KIO::Overwrite, and without (never replacing what is there).
+    KIO::WorkerResult renameReplacing(const QByteArray &from, const QByteArray &to);
+    KIO::WorkerResult renameKeeping(const QByteArray &from, const QByteArray &to, const struct stat &st);
+    // get()'s parts.
+    KIO::WorkerResult openForReading(const QByteArray &path, sanecopy::UniqueFd &fd, struct stat &st);
+    KIO::WorkerResult sendData(int fd, const QByteArray &path, uint64_t pos);
+    // put()'s parts.
+    sanecopy::StreamOptions streamOptions(const QByteArray &path, int permissions, KIO::JobFlags flags);
+    KIO::WorkerResult feed(sanecopy::StreamWriter &writer, const sanecopy::ProgressCounters &counters,
+                           const QByteArray &path);
+    void reportStream(const sanecopy::ProgressCounters &counters);
+    KIO::WorkerResult failedWriting(const sanecopy::Status &s, const QByteArray &path);
+    // copy()'s parts.
+    std::optional<KIO::WorkerResult> holdInRun(const QByteArray &from, const QByteArray &to, const struct stat &st,
+                                               sanecopy::ConflictPolicy policy);
+    KIO::WorkerResult copyByJob(const QByteArray &from, const QByteArray &to, sanecopy::ConflictPolicy policy);
+    KIO::WorkerResult copyFailed(const SaneCopyKio::EngineOutcome &outcome, const QByteArray &to);
 
     QHash<uid_t, QString> users_;
     QHash<gid_t, QString> groups_;

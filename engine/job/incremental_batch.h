@@ -23,6 +23,8 @@
 #include <memory>
 #include <string>
 
+#include <sys/stat.h>
+
 namespace sanecopy {
 
 class BackgroundCloser;
@@ -54,6 +56,9 @@ public:
 private:
     Status start(const std::string &dir);
     void end_run();
+    bool takes(const std::string &dir, const std::string &name);
+    static Result<bool> open_small(const std::string &source, UniqueFd &in, struct stat &st);
+    Result<SharedDirFd> folder(const std::string &dir);
 
     BatchLimits limits_;
     std::shared_ptr<BackgroundCloser> closer_;

@@ -97,7 +97,7 @@ PartFile &PartFile::operator=(PartFile &&other) noexcept
 
 PartFile::~PartFile() { discard(); }
 
-Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, const std::string &name, mode_t mode)
+PartFile PartFile::named(SharedDirFd dir, const std::string &dir_path, const std::string &name)
 {
     PartFile part;
     part.dir_ = std::move(dir);
@@ -105,6 +105,12 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
     part.part_ = part_name_for(name);
     part.display_ = dir_path + "/" + name;
     part.dir_path_ = dir_path;
+    return part;
+}
+
+Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, const std::string &name, mode_t mode)
+{
+    PartFile part = named(std::move(dir), dir_path, name);
     const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     for (int attempt = 0;; ++attempt) {
         int fd = sys().openat(part.dir_->get(), part.part_.c_str(), flags, mode);
@@ -130,12 +136,7 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
 
 Result<PartFile> PartFile::reopen(SharedDirFd dir, const std::string &dir_path, const std::string &name, uint64_t &size)
 {
-    PartFile part;
-    part.dir_ = std::move(dir);
-    part.name_ = name;
-    part.part_ = part_name_for(name);
-    part.display_ = dir_path + "/" + name;
-    part.dir_path_ = dir_path;
+    PartFile part = named(std::move(dir), dir_path, name);
     int fd = sys().openat(part.dir_->get(), part.part_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return Status::destination(errno == ELOOP ? ENOENT : errno, "open", dir_path + "/" + part.part_);

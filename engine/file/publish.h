@@ -9,7 +9,7 @@
 //   3. fsync the directory (or the batch's one syncfs), or the rename itself may not survive a power cut.
 // Until commit() succeeds, the destructor unlinks the part file.
 //
-// The one publish pipeline, which copies (copy_job.cpp), batches of small files (small_batch.h) and streams
+// The one publish pipeline, which copies (job/job_files.cpp), batches of small files (small_batch.h) and streams
 // (stream_writer.h) all go through: reserve_space() → the caller writes → durable (publish() on its own, or the
 // batch's one syncfs) → verify → rename → directory sync (publish(), or the batch's next syncfs).
 #pragma once
@@ -88,6 +88,8 @@ public:
     UniqueFd take_fd() { return std::move(fd_); }
 
 private:
+    // A part file object for |name| in |dir|, with nothing opened yet.
+    static PartFile named(SharedDirFd dir, const std::string &dir_path, const std::string &name);
     SharedDirFd dir_;
     UniqueFd fd_;
     std::string name_;       // real name

@@ -42,47 +42,71 @@ Status IncrementalBatch::start(const std::string &dir)
     return {};
 }
 
-Result<bool> IncrementalBatch::add(const std::string &source, const std::string &target, ConflictPolicy policy)
+// Whether a file for |dir|/|name| can be held: the folder is on the run's device (the first one starts the run),
+// the device needs syncing (tmpfs keeps nothing to sync), and its filesystem takes the name (a refused one gets
+// the usual way's explained error). False: the usual way copies it, and says what is wrong, if anything.
+bool IncrementalBatch::takes(const std::string &dir, const std::string &name)
 {
-    const auto [dir, name] = split_path(target);
     struct stat dir_st {};
     if (sys().fstatat(AT_FDCWD, dir.c_str(), &dir_st, 0) < 0 || !S_ISDIR(dir_st.st_mode))
-        return false; // the usual way says what is wrong
+        return false;
     if (batch_ && dir_st.st_dev != device_.st_dev)
         return false;
     if (!batch_ && !start(dir).ok())
-        return false; // no probe, no batch: the usual way copies it (and says what is wrong, if anything)
-    // tmpfs keeps nothing to sync; a name the filesystem refuses gets the usual way's explained error.
-    if (device_.writeback == WritebackMode::None || !name_problem(name, device_.limits).empty())
         return false;
+    return device_.writeback != WritebackMode::None && name_problem(name, device_.limits).empty();
+}
 
+// The source, if it is a small regular file: false for a symbolic link (the usual way decides what becomes of
+// it), anything else, or a bigger file.
+Result<bool> IncrementalBatch::open_small(const std::string &source, UniqueFd &in, struct stat &st)
+{
     // O_NONBLOCK: a FIFO put in the file's place must not make the open wait for a writer.
-    UniqueFd in(sys().openat(AT_FDCWD, source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
+    in.reset(sys().openat(AT_FDCWD, source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
     if (!in && errno == ELOOP)
-        return false; // a symbolic link: the usual way decides what becomes of it
+        return false;
     if (!in)
         return Status::source(errno, "open source", source);
-    struct stat st {};
     if (sys().fstat(in.get(), &st) < 0)
         return Status::source(errno, "stat source", source);
     if (!S_ISREG(st.st_mode) || uint64_t(st.st_size) > JobSpec{}.small_file_limit)
         return false;
     sys().fcntl_setfl(in.get(), O_RDONLY);
+    return true;
+}
 
+Result<SharedDirFd> IncrementalBatch::folder(const std::string &dir)
+{
     SharedDirFd &shared_dir = dirs_[dir];
-    if (!shared_dir) {
-        UniqueFd dir_fd(sys().openat(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
-        if (!dir_fd) {
-            dirs_.erase(dir);
-            return Status::destination(errno, "open folder", dir);
-        }
-        shared_dir = std::make_shared<const UniqueFd>(std::move(dir_fd));
+    if (shared_dir)
+        return shared_dir;
+    UniqueFd dir_fd(sys().openat(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+    if (!dir_fd) {
+        const int err = errno;
+        dirs_.erase(dir);
+        return Status::destination(err, "open folder", dir);
     }
+    shared_dir = std::make_shared<const UniqueFd>(std::move(dir_fd));
+    return shared_dir;
+}
+
+Result<bool> IncrementalBatch::add(const std::string &source, const std::string &target, ConflictPolicy policy)
+{
+    const auto [dir, name] = split_path(target);
+    if (!takes(dir, name))
+        return false;
+    UniqueFd in;
+    struct stat st {};
+    if (Result<bool> small = open_small(source, in, st); !small.ok() || !small.value())
+        return small;
+    Result<SharedDirFd> shared_dir = folder(dir);
+    if (!shared_dir.ok())
+        return shared_dir.status();
     // The same name held twice (or twice in different case, where names fold) would share a part file: the
     // second waits for a flush and goes the usual way.
-    if (batch_->holds(shared_dir->get(), name))
+    if (batch_->holds(shared_dir.value()->get(), name))
         return false;
-    Result<PartFile> part = PartFile::create(shared_dir, dir, name, part_mode(st.st_mode));
+    Result<PartFile> part = PartFile::create(shared_dir.value(), dir, name, part_mode(st.st_mode));
     if (!part.ok())
         return part.status();
     CopySession session(choose_route(device_, st.st_dev));

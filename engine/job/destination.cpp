@@ -14,25 +14,6 @@
 
 namespace sanecopy {
 
-std::string strip_trailing_slashes(const std::string &path)
-{
-    std::string p = path;
-    while (p.size() > 1 && p.back() == '/')
-        p.pop_back();
-    return p;
-}
-
-std::pair<std::string, std::string> split_path(const std::string &path)
-{
-    const std::string p = strip_trailing_slashes(path);
-    const auto slash = p.rfind('/');
-    if (slash == std::string::npos)
-        return {".", p};
-    if (slash == 0)
-        return {"/", p.substr(1)};
-    return {p.substr(0, slash), p.substr(slash + 1)};
-}
-
 std::string sandbox_note(const std::string &path)
 {
     const std::optional<std::string> info = read_kernel_text("/.flatpak-info");
@@ -86,31 +67,9 @@ bool is_within(const std::string &inner, const std::string &outer)
 
 namespace {
 
-// Where the sources go: the existing folder that receives them (|target_dir|) and, for an exact target, the
-// name the single source takes (|as_name|). Fails when the destination can't be used at all.
-Status destination_folder(std::size_t sources, const std::string &dest, DestinationRule rule, std::string &target_dir,
-                          std::string &as_name)
+// A destination named as a file: its parent folder must exist and be a folder.
+Status check_parent_folder(const std::string &target_dir)
 {
-    struct stat dst {};
-    // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder).
-    const bool dest_exists = sys().fstatat(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
-    const bool wants_dir = dest.back() == '/';
-    if (rule == DestinationRule::ExactTarget && (sources != 1 || wants_dir))
-        return Status::from_errno(EINVAL, "destination", dest).with_detail("an exact target takes one source and a name");
-    const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode) && rule == DestinationRule::FollowCp;
-    if (wants_dir && !dest_is_dir)
-        return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
-            .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
-                                     : missing_detail("no such folder (a destination ending in '/' must exist)",
-                                                      strip_trailing_slashes(dest)));
-    if (!dest_is_dir && sources > 1)
-        return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
-            .with_detail("is not an existing folder, and several sources need one");
-    if (dest_is_dir) {
-        target_dir = strip_trailing_slashes(dest);
-        return {};
-    }
-    std::tie(target_dir, as_name) = split_path(dest);
     struct stat parent {};
     if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
         const int err = errno;
@@ -124,35 +83,69 @@ Status destination_folder(std::size_t sources, const std::string &dest, Destinat
     return {};
 }
 
-// One source, checked against where it goes: it exists, it is not the root, a folder does not go into itself,
-// and the target is neither the source itself nor a file a folder would have to replace.
-Result<CopyItem> resolve_source(const std::string &source, const std::string &target_dir, const std::string &as_name,
-                                const std::string &real_target_dir)
+// DEST against the rules: a trailing '/' needs an existing folder, several sources need a folder, an exact
+// target takes one source and a name.
+Status check_destination_shape(std::size_t sources, const std::string &dest, DestinationRule rule, bool dest_exists,
+                               bool dest_is_dir)
 {
-    struct stat st {};
-    if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        const int err = errno;
-        Status missing = Status::source(err, "source", source);
-        if (err != ENOENT || sandbox_note(source).empty())
-            return missing;
-        return std::move(missing).with_detail(
-            missing_detail(std::error_code(err, std::generic_category()).message(), source));
-    }
-    CopyItem item;
-    item.source = source;
-    std::tie(item.source_dir, item.source_name) = split_path(source);
-    if (item.source_name == "." || item.source_name == ".." || item.source_name == "/" || item.source_name.empty()) {
-        // "sanecp . /mnt": the folder's real name, found through its real path.
-        const std::string real = real_path(source);
-        if (real == "/" || real.empty())
-            return Status::from_errno(EINVAL, "source", source).with_detail("cannot copy the root folder");
-        std::tie(item.source_dir, item.source_name) = split_path(real);
-    }
-    item.source_is_dir = S_ISDIR(st.st_mode);
-    item.target_dir = target_dir;
-    item.target_name = as_name.empty() ? item.source_name : as_name;
+    const bool wants_dir = dest.back() == '/';
+    if (rule == DestinationRule::ExactTarget && (sources != 1 || wants_dir))
+        return Status::from_errno(EINVAL, "destination", dest).with_detail("an exact target takes one source and a name");
+    if (wants_dir && !dest_is_dir)
+        return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+            .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
+                                     : missing_detail("no such folder (a destination ending in '/' must exist)",
+                                                      strip_trailing_slashes(dest)));
+    if (!dest_is_dir && sources > 1)
+        return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
+            .with_detail("is not an existing folder, and several sources need one");
+    return {};
+}
 
-    const std::string target = (real_target_dir == "/" ? "" : real_target_dir) + "/" + item.target_name;
+// Where the sources go: the existing folder that receives them (|target_dir|) and, for an exact target, the
+// name the single source takes (|as_name|). Fails when the destination can't be used at all.
+Status destination_folder(std::size_t sources, const std::string &dest, DestinationRule rule, std::string &target_dir,
+                          std::string &as_name)
+{
+    struct stat dst {};
+    // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder).
+    const bool dest_exists = sys().fstatat(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
+    const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode) && rule == DestinationRule::FollowCp;
+    if (Status s = check_destination_shape(sources, dest, rule, dest_exists, dest_is_dir); !s)
+        return s;
+    if (dest_is_dir) {
+        target_dir = strip_trailing_slashes(dest);
+        return {};
+    }
+    std::tie(target_dir, as_name) = split_path(dest);
+    return check_parent_folder(target_dir);
+}
+
+Status missing_source(const std::string &source, int err)
+{
+    Status missing = Status::source(err, "source", source);
+    if (err != ENOENT || sandbox_note(source).empty())
+        return missing;
+    return std::move(missing).with_detail(
+        missing_detail(std::error_code(err, std::generic_category()).message(), source));
+}
+
+// The item's own folder and name; "sanecp . /mnt" gets the folder's real name, found through its real path.
+Status name_source(const std::string &source, CopyItem &item)
+{
+    std::tie(item.source_dir, item.source_name) = split_path(source);
+    if (item.source_name != "." && item.source_name != ".." && item.source_name != "/" && !item.source_name.empty())
+        return {};
+    const std::string real = real_path(source);
+    if (real == "/" || real.empty())
+        return Status::from_errno(EINVAL, "source", source).with_detail("cannot copy the root folder");
+    std::tie(item.source_dir, item.source_name) = split_path(real);
+    return {};
+}
+
+// The target is neither the source itself, nor inside the source folder, nor a file a folder would replace.
+Status check_target(const std::string &source, const struct stat &st, const CopyItem &item, const std::string &target)
+{
     if (item.source_is_dir) {
         const std::string real_source = real_path(source);
         if (!real_source.empty() && is_within(target, real_source))
@@ -160,13 +153,34 @@ Result<CopyItem> resolve_source(const std::string &source, const std::string &ta
                 .with_detail("cannot copy a folder into itself or one of its subfolders");
     }
     struct stat existing {};
-    if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino)
-            return Status::from_errno(EINVAL, "same file", source).with_detail("source and destination are the same file");
-        if (item.source_is_dir && !S_ISDIR(existing.st_mode))
-            return Status::destination(ENOTDIR, "folder onto a file", target)
-                .with_detail("exists and is not a folder; a folder cannot replace it");
-    }
+    if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) != 0)
+        return {};
+    if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino)
+        return Status::from_errno(EINVAL, "same file", source).with_detail("source and destination are the same file");
+    if (item.source_is_dir && !S_ISDIR(existing.st_mode))
+        return Status::destination(ENOTDIR, "folder onto a file", target)
+            .with_detail("exists and is not a folder; a folder cannot replace it");
+    return {};
+}
+
+// One source, checked against where it goes: it exists, it is not the root, a folder does not go into itself,
+// and the target is neither the source itself nor a file a folder would have to replace.
+Result<CopyItem> resolve_source(const std::string &source, const std::string &target_dir, const std::string &as_name,
+                                const std::string &real_target_dir)
+{
+    struct stat st {};
+    if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return missing_source(source, errno);
+    CopyItem item;
+    item.source = source;
+    if (Status s = name_source(source, item); !s)
+        return s;
+    item.source_is_dir = S_ISDIR(st.st_mode);
+    item.target_dir = target_dir;
+    item.target_name = as_name.empty() ? item.source_name : as_name;
+    const std::string target = (real_target_dir == "/" ? "" : real_target_dir) + "/" + item.target_name;
+    if (Status s = check_target(source, st, item, target); !s)
+        return s;
     return item;
 }
 

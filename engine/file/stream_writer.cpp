@@ -3,7 +3,7 @@
 
 #include "background_closer.h"
 #include "conflict.h"
-#include "destination.h"
+#include "paths.h"
 #include "page_cache_policy.h"
 #include "sys.h"
 

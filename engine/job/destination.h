@@ -9,6 +9,7 @@
 // Symlinks given as sources are copied as links, like everywhere else in a tree.
 #pragma once
 
+#include "paths.h" // strip_trailing_slashes, split_path: most users of the rules need them
 #include "result.h"
 
 #include <string>
@@ -37,11 +38,6 @@ enum class DestinationRule { FollowCp, ExactTarget };
 
 Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest,
                                DestinationRule rule = DestinationRule::FollowCp);
-
-// "a/b/" -> "a/b"; "/" stays "/". Pure.
-std::string strip_trailing_slashes(const std::string &path);
-// Pure split at the last '/': ("a/b", "c") for "a/b/c", (".", "c") for "c", ("/", "c") for "/c".
-std::pair<std::string, std::string> split_path(const std::string &path);
 
 // Inside a flatpak sandbox (/.flatpak-info exists), a path the user sees on the host may not exist for SaneCopy:
 // what the sandbox shows, and the `flatpak override` that lets it reach |path|. Empty outside a sandbox.

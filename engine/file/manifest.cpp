@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "manifest.h"
 
-#include "destination.h"
+#include "paths.h"
 #include "fd.h"
 #include "page_cache_policy.h"
 #include "stream_writer.h"

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The policy that follows from the facts: each filesystem's name limits, and how its writeback is driven
+// (windows, per-chunk syncs, none) and made durable; probe_device() puts the facts and the policy together.
+#include "device_probe.h"
+#include "probe_detail.h"
+
+#include "fd.h"
+#include "sys.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+
+namespace sanecopy {
+
+using namespace probe_detail;
+
+namespace {
+
+// statfs f_type values from linux/magic.h and the filesystems' own sources.
+constexpr unsigned long kTmpfsMagic = 0x01021994;
+constexpr unsigned long kRamfsMagic = 0x858458f6;
+constexpr unsigned long kExtMagic = 0xef53; // ext2, ext3 and ext4 share it
+constexpr unsigned long kXfsMagic = 0x58465342;
+constexpr unsigned long kBtrfsMagic = 0x9123683e;
+constexpr unsigned long kF2fsMagic = 0xf2f52010;
+constexpr unsigned long kMsdosMagic = 0x4d44; // vfat and msdos
+constexpr unsigned long kExfatMagic = 0x2011bab0;
+constexpr unsigned long kNtfsMagic = 0x5346544e;  // the old read-mostly ntfs driver
+constexpr unsigned long kNtfs3Magic = 0x7366746e; // ntfs3
+constexpr unsigned long kHfsMagic = 0x4244;
+constexpr unsigned long kHfsplusMagic = 0x482b;
+constexpr unsigned long kUdfMagic = 0x15013346;
+constexpr unsigned long kJfsMagic = 0x3153464a;
+constexpr unsigned long kReiserfsMagic = 0x52654973;
+constexpr unsigned long kNilfsMagic = 0x3434;
+
+constexpr std::string_view kLocalBlockTypes[] = {
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat", "msdos",
+    "exfat", "ntfs3", "hfs", "hfsplus", "udf", "jfs", "reiserfs", "nilfs2",
+};
+
+constexpr unsigned long kLocalBlockMagics[] = {
+    kExtMagic, kXfsMagic, kBtrfsMagic, kF2fsMagic, kMsdosMagic, kExfatMagic, kNtfsMagic,
+    kNtfs3Magic, kHfsMagic, kHfsplusMagic, kUdfMagic, kJfsMagic, kReiserfsMagic, kNilfsMagic,
+};
+
+} // namespace
+
+FsLimits fs_limits_for(std::string_view fs_type)
+{
+    FsLimits limits;
+    // fusefat mounts as "fuse.fusefat"; the FUSE exFAT driver names itself "exfat-fuse" in some versions.
+    if (fs_type == "vfat" || fs_type == "msdos" || fs_type == "fat" || fs_type == "fusefat") {
+        limits.max_file_size = 4ull * 1024 * 1024 * 1024 - 1; // the directory entry's size field is 32 bits
+        limits.forbids_fat_chars = true;
+        limits.forbids_trailing_dot_space = true;
+        limits.mtime_window_ns = 2000000000;
+    } else if (fs_type == "exfat" || fs_type == "exfat-fuse") {
+        limits.forbids_fat_chars = true;
+        limits.forbids_trailing_dot_space = true;
+    } else if (fs_type == "ntfs" || fs_type == "ntfs3" || fs_type == "ntfs-3g") {
+        // NTFS itself stores these names, but Windows can't open them, and an NTFS disk is nearly always meant
+        // for Windows.
+        limits.forbids_fat_chars = true;
+    }
+    return limits;
+}
+
+std::string safe_name(std::string_view name, const FsLimits &limits)
+{
+    std::string out(name);
+    if (limits.forbids_fat_chars) {
+        for (char &c : out)
+            if (static_cast<unsigned char>(c) < 0x20 || std::string_view(":?*\"<>|\\").find(c) != std::string_view::npos)
+                c = '_';
+    }
+    if (limits.forbids_trailing_dot_space && out != "." && out != "..") {
+        for (auto it = out.rbegin(); it != out.rend() && (*it == '.' || *it == ' '); ++it)
+            *it = '_';
+    }
+    return out;
+}
+
+std::string name_problem(std::string_view name, const FsLimits &limits)
+{
+    if (limits.forbids_fat_chars) {
+        for (char c : name) {
+            if (static_cast<unsigned char>(c) < 0x20)
+                return "contains a control character";
+            if (std::string_view(":?*\"<>|\\").find(c) != std::string_view::npos)
+                return std::string("contains '") + c + "' which FAT/exFAT cannot store";
+        }
+    }
+    // Windows drops trailing dots and spaces from names, and Linux's vfat and exfat drop trailing dots too, so
+    // "a." and "a" collide on the stick, and "a " can't be opened once the stick is in a Windows machine.
+    if (limits.forbids_trailing_dot_space && !name.empty() && name != "." && name != ".." &&
+        (name.back() == '.' || name.back() == ' '))
+        return "ends with a dot or space, which FAT/exFAT drop";
+    return {};
+}
+
+DataSync choose_data_sync(unsigned long fs_magic, std::string_view fs_type)
+{
+    if (fs_type == "vfat" || fs_type == "msdos" || (fs_type.empty() && fs_magic == kMsdosMagic))
+        return DataSync::FilesystemFirst;
+    return DataSync::File;
+}
+
+GroupSync choose_group_sync(unsigned long fs_magic)
+{
+    switch (fs_magic) {
+    case kExtMagic:
+    case kXfsMagic:
+    case kBtrfsMagic:
+    case kF2fsMagic:
+    case kJfsMagic:
+    case kReiserfsMagic:
+    case kNilfsMagic:
+        return GroupSync::Background;
+    default:
+        return GroupSync::Inline;
+    }
+}
+
+WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
+{
+    if (fs_magic == kTmpfsMagic || fs_magic == kRamfsMagic || fs_type == "tmpfs" || fs_type == "ramfs")
+        return WritebackMode::None;
+    if (contains(kLocalBlockTypes, fs_type))
+        return WritebackMode::Windows;
+    // Without a type name (no mountinfo), a known local magic still means sync_file_range reaches the pages.
+    // FUSE (0x65735546), NFS, CIFS, 9p, virtiofs and overlay all land below: their dirty data waits somewhere
+    // sync_file_range on our descriptor can't reach.
+    if (fs_type.empty() && contains(kLocalBlockMagics, fs_magic))
+        return WritebackMode::Windows;
+    return WritebackMode::ChunkSync;
+}
+
+std::string DeviceInfo::device_key() const
+{
+    if (!bdi.empty())
+        return "bdi:" + bdi;
+    return "dev:" + std::to_string(major(st_dev)) + ":" + std::to_string(minor(st_dev));
+}
+
+Result<DeviceInfo> probe_device(const std::string &folder)
+{
+    int raw = sys().openat(AT_FDCWD, folder.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+    if (raw < 0)
+        return Status::destination(errno, "open", folder);
+    UniqueFd fd(raw);
+    struct stat st {};
+    if (sys().fstat(fd.get(), &st) < 0)
+        return Status::destination(errno, "fstat", folder);
+    struct statfs sfs {};
+    if (sys().fstatfs(fd.get(), &sfs) < 0)
+        return Status::destination(errno, "fstatfs", folder);
+
+    DeviceInfo info;
+    info.st_dev = st.st_dev;
+    info.fs_magic = static_cast<unsigned long>(sfs.f_type);
+    // Block counts are in f_frsize units (statvfs(3) says so and glibc converts the same way); FUSE daemons
+    // such as sshfs report an f_bsize that differs from it. fusefat reports 0 blocks: size unknown, not full.
+    const uint64_t unit = sfs.f_frsize ? static_cast<uint64_t>(sfs.f_frsize) : static_cast<uint64_t>(sfs.f_bsize);
+    if (sfs.f_blocks > 0) {
+        info.free_bytes = static_cast<uint64_t>(sfs.f_bavail) * unit;
+        info.total_bytes = static_cast<uint64_t>(sfs.f_blocks) * unit;
+        info.allocation_unit = std::max<uint64_t>(unit, 512);
+    }
+    probe_mount(resolved_path(fd.get(), folder), st.st_dev, info);
+    // A fuseblk without a subtype (exfat-fuse, ntfs-3g) gets no limits here: the type has to come from the
+    // device itself.
+    info.limits = fs_limits_for(info.fs_subtype.empty() ? std::string_view(info.fs_type)
+                                                        : std::string_view(info.fs_subtype));
+    info.writeback = choose_writeback(info.fs_magic, info.fs_type);
+    info.data_sync = choose_data_sync(info.fs_magic, info.fs_type);
+    info.group_sync = choose_group_sync(info.fs_magic);
+    return info;
+}
+
+} // namespace sanecopy

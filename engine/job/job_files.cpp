@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// One regular file of a job: small ones into the batch, big ones through a part file that a later run resumes.
+#include "job_runner.h"
+
+#include "sys.h"
+#include "verify.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+namespace sanecopy {
+
+namespace job_detail {
+
+void JobRunner::copy_file_with_retries(FileTask &task)
+{
+    if (!settle_conflict(task))
+        return;
+    for (;;) {
+        AttemptBytes bytes;
+        Status s = copy_file(task, bytes);
+        if (s.ok())
+            return;
+        take_back(bytes);
+        if (s.err() == ECANCELED)
+            return;
+        // A pulled stick is not a question: nothing the user answers brings it back into this copy.
+        s = explain(std::move(s));
+        if (!spec_.ask_error || s.device_removed())
+            return report_error(std::move(s), task.source);
+        switch (spec_.ask_error(s, task.source)) {
+        case ErrorAnswer::Retry:
+            continue;
+        case ErrorAnswer::Skip:
+            return report_skip(task.source, s.message(), LeftOut::AfterError);
+        case ErrorAnswer::Abort:
+            report_error(std::move(s), task.source);
+            aborted_ = true;
+            return;
+        }
+    }
+}
+
+Status JobRunner::open_source(const FileTask &task, UniqueFd &in, struct stat &st)
+{
+    // O_NONBLOCK: if the file was swapped for a FIFO since the walk, opening it must not wait for a writer.
+    in.reset(sys().openat(task.src_dir->get(), task.src_name.c_str(),
+                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
+    if (!in)
+        return Status::source(errno, "open source", task.source);
+    if (sys().fstat(in.get(), &st) < 0)
+        return Status::source(errno, "stat source", task.source);
+    if (S_ISREG(st.st_mode))
+        sys().fcntl_setfl(in.get(), O_RDONLY);
+    return {};
+}
+
+Status JobRunner::copy_file(FileTask &task, AttemptBytes &bytes)
+{
+    UniqueFd in;
+    struct stat st {};
+    if (Status s = open_source(task, in, st); !s)
+        return s;
+    if (!S_ISREG(st.st_mode)) {
+        report_skip(task.source,
+                    std::string("is a ") + special_kind(st.st_mode) + "; only files, folders and links are copied",
+                    LeftOut::SpecialFile);
+        return {};
+    }
+    counters_.set_current_file(task.source);
+    const uint64_t size = uint64_t(st.st_size);
+    if (size <= spec_.small_file_limit && syncs())
+        return copy_small(task, std::move(in), size, bytes);
+    // One of the two at a time keeps durability in order and the dirty budget to one of them.
+    batch_->flush();
+    return copy_big(task, in, st, bytes);
+}
+
+Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, AttemptBytes &bytes)
+{
+    // Created with its final permission bits, so most files need no fchmod; set_attributes settles the rest.
+    Result<PartFile> part = PartFile::create(task.dst_dir, task.dst_display, task.dst_name, part_mode(task.entry.mode));
+    if (!part.ok())
+        return part.status();
+    FileCopyResult copied;
+    SourceHash hash;
+    session_.hash = hashes() ? &hash : nullptr;
+    Status s = copy_small_file_data(in.get(), part->fd(), size, session_, counters_, part->display_path(), copied);
+    session_.hash = nullptr;
+    bytes.written = copied.copied;
+    std::optional<Sha256Digest> digest;
+    if (s)
+        s = finish_hash(hash, in.get(), copied.copied, task.source, digest);
+    if (s)
+        s = part->set_attributes(task.entry.mode, task.entry.mtime);
+    if (!s)
+        return s; // the part file is removed as |part| goes
+    // The batch holds the part's descriptor until its group is durable; the source's only when verify needs it.
+    batch_->add({std::move(part.value()), task.source, copied.copied, task.policy,
+                 spec_.verify ? std::move(in) : UniqueFd(), task.note, {}, false, digest, task.src_dir,
+                 task.src_name});
+    return {};
+}
+
+// A part file an interrupted run left (SIGKILL, a crash, a pulled stick) is resumed from its verified prefix;
+// otherwise a new one is created. |start| says where the copy goes on.
+Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const struct stat &st, uint64_t &start)
+{
+    start = 0;
+    if (syncs()) {
+        uint64_t have = 0;
+        Result<PartFile> part = PartFile::reopen(task.dst_dir, task.dst_display, task.dst_name, have);
+        struct stat part_st {};
+        // A source changed since the part was last written is another file now: its old prefix is not ours.
+        const bool source_newer = part.ok() && (sys().fstat(part->fd(), &part_st) < 0 ||
+                                                 timespec_after(st.st_mtim, part_st.st_mtim) ||
+                                                 timespec_after(st.st_ctim, part_st.st_mtim));
+        if (part.ok() && !source_newer) {
+            auto reader = part->open_for_reading();
+            start = reader.ok() ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits) : 0;
+            // Whatever lies past the verified prefix is not trusted: cut it off.
+            if (start > 0 && sys().ftruncate(part->fd(), off_t(start)) == 0)
+                return part;
+            start = 0;
+        }
+    }
+    return PartFile::create(task.dst_dir, task.dst_display, task.dst_name, part_mode(task.entry.mode));
+}
+
+Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat &st, AttemptBytes &bytes)
+{
+    const uint64_t size = uint64_t(st.st_size);
+    uint64_t start = 0;
+    Result<PartFile> part = resume_or_create(task, in.get(), st, start);
+    if (!part.ok())
+        return part.status();
+    PartFile &pf = part.value();
+    // A sparse source is not reserved: reserving its whole size would fill its holes.
+    const bool sparse = uint64_t(st.st_blocks) * 512 < size;
+    if (syncs() && !sparse) {
+        if (Status rs = reserve_space(pf, start, size); !rs)
+            return rs;
+    }
+    FileCopyResult copied;
+    std::optional<Sha256Digest> digest;
+    Status s = fill_part(task, in.get(), size, pf, start, copied, digest);
+    bytes = {copied.copied, copied.durable, copied.unwritten};
+    if (!s)
+        return part_failed(pf, std::move(s)); // unless kept, the part file is removed as |part| goes
+    return publish_big(task, in.get(), pf, start, copied, digest, bytes);
+}
+
+// After the device failed (EIO, the stick pulled out), or when the job was interrupted rather than cancelled,
+// what is on it stays as a part file for the next run to resume; any other failure takes its part file away
+// (ENOSPC: so the space comes back).
+Status JobRunner::part_failed(PartFile &part, Status error) const
+{
+    if ((error.on_destination() && keeps_part_file(error.err())) ||
+        (error.err() == ECANCELED && control_.keeps_partial()))
+        part.keep();
+    return error;
+}
+
+// A big file's bytes into its part file from |start|, with its digest and attributes.
+Status JobRunner::fill_part(const FileTask &task, int in, uint64_t size, PartFile &part, uint64_t start,
+                            FileCopyResult &copied, std::optional<Sha256Digest> &digest)
+{
+    session_.checkpoint = syncs() ? make_checkpoint(part, device_.data_sync) : std::function<Status()>();
+    SourceHash hash;
+    session_.hash = hashes() ? &hash : nullptr;
+    Status s = copy_file_data(in, part.fd(), size, session_, control_, counters_, part.display_path(), copied, start);
+    session_.checkpoint = nullptr;
+    session_.hash = nullptr;
+    if (s)
+        s = finish_hash(hash, in, copied.copied, task.source, digest);
+    if (s)
+        s = part.set_attributes(task.entry.mode, task.entry.mtime);
+    return s;
+}
+
+// The filled part file durable under its real name (verified first when the spec asks), then reported.
+Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint64_t start,
+                              const FileCopyResult &copied, const std::optional<Sha256Digest> &digest,
+                              AttemptBytes &bytes)
+{
+    PublishSteps steps{syncs(), device_.data_sync, task.policy, {}, {}};
+    steps.on_durable = [&] {
+        session_.count_durable(copied.copied - copied.durable, counters_);
+        bytes.durable = copied.copied;
+    };
+    if (spec_.verify)
+        steps.verify = [&](const PartFile &p) { return verify_part(p, in, copied.copied); };
+    std::string final_name;
+    if (Status ps = publish(part, steps, &final_name); !ps)
+        return part.committed() ? ps : part_failed(part, std::move(ps)); // a failed folder sync comes after the rename
+    if (closer_)
+        closer_->close(part.take_fd()); // durable under its name: the close's 100 ms sleep need not be waited for
+    std::string notes = task.note;
+    if (start > 0)
+        notes = join_notes(notes, "resumed after " + std::to_string(start >> 20) + " MiB already on the device");
+    if (spec_.move)
+        remove_source(task.src_dir, task.src_name, task.source);
+    report_done(task.source, task.dst_display + "/" + final_name, copied.copied, notes, digest);
+    return {};
+}
+
+// The digest of what was copied, when the spec asks for one: the parts the copy did not read (a clone, a resumed
+// prefix, holes) are read from the source now.
+Status JobRunner::finish_hash(SourceHash &hash, int in, uint64_t copied, const std::string &source,
+                              std::optional<Sha256Digest> &digest)
+{
+    if (!hashes())
+        return {};
+    Result<Sha256Digest> d = hash.finish(in, copied, source);
+    if (!d.ok())
+        return d.status();
+    digest = d.value();
+    return {};
+}
+
+Status JobRunner::verify_part(const PartFile &part, int source, uint64_t size)
+{
+    auto reader = part.open_for_reading();
+    if (!reader.ok())
+        return reader.status();
+    counters_.set_current_file(part.display_path() + " (verifying)");
+    return verify_copy(source, reader->get(), size, part.display_path(), session_.route.evict, &control_);
+}
+
+
+} // namespace job_detail
+
+} // namespace sanecopy

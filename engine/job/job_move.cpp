@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Safe Move: one rename on the same filesystem, or each source removed once its copy is durable.
+#include "job_runner.h"
+
+#include "sys.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+namespace sanecopy {
+
+namespace job_detail {
+
+// On the destination's own filesystem, an item whose target name is free moves by one rename, which is atomic:
+// there is never a moment without a complete copy. False: it is copied and removed instead (another filesystem,
+// a taken name, a manifest that needs the bytes read).
+bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root)
+{
+    const CopyItem &item = plan.item;
+    if (hashes() || !syncs() ||
+        sys().renameat2(src_root->get(), item.source_name.c_str(), dst_root->get(), target_rel(item.target_name).c_str(),
+                        RENAME_NOREPLACE) < 0)
+        return false;
+    // Both folders' entries on the device: the new name, and the old one gone.
+    Status s = sync_directory(dst_root->get(), item.target_dir);
+    if (s)
+        s = sync_directory(src_root->get(), item.source_dir);
+    if (!s)
+        report_error(std::move(s), item.source);
+    uint64_t bytes = 0, files = 0;
+    for (const PlanEntry &e : plan.entries) {
+        bytes += e.kind == EntryKind::File ? e.size : 0;
+        files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
+    }
+    count_unmoved(bytes);
+    counters_.files_done.fetch_add(files > 0 ? files - 1 : 0);
+    summary_.files_copied += files > 0 ? files - 1 : 0; // report_done counts the last one
+    report_done(item.source, item.target_dir + "/" + target_rel(item.target_name), bytes,
+                "moved by renaming it on the same filesystem");
+    return true;
+}
+
+// The source of a moved file, once its copy is durable under its real name.
+void JobRunner::remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source)
+{
+    if (sys().unlinkat(dir->get(), name.c_str(), 0) < 0 && errno != ENOENT)
+        report_error(Status::source(errno, "remove source", source)
+                         .with_detail("was copied, but could not be removed from the source: " +
+                                      std::error_code(errno, std::generic_category()).message()),
+                     source);
+}
+
+// A move's source folders, deepest first, once everything moved out of them is on the device. A folder that
+// still holds something (a file that failed or was left out) stays, with it.
+void JobRunner::remove_moved_dirs(ItemWalk &walk)
+{
+    for (auto it = walk.moved_dirs.rbegin(); it != walk.moved_dirs.rend(); ++it) {
+        Status error;
+        const auto [parent_rel, name] = split_rel(*it);
+        SharedDirFd parent = walk.src.get(parent_rel, error);
+        if (!parent)
+            continue;
+        if (sys().unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EEXIST &&
+            errno != ENOENT)
+            report_error(Status::source(errno, "remove source folder", join(walk.src.display(), *it)),
+                         join(walk.src.display(), *it));
+    }
+}
+
+
+} // namespace job_detail
+
+} // namespace sanecopy

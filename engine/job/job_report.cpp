@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What a copy job tells its caller: events, counters, the manifest.
+#include "job_runner.h"
+
+#include "sys.h"
+
+#include <cerrno>
+
+namespace sanecopy {
+
+bool keeps_part_file(int err)
+{
+    return err == EIO || err == ENODEV || err == ENXIO || err == ENOTCONN || err == ESHUTDOWN;
+}
+
+bool is_device_fatal(int err)
+{
+    return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS || err == ENODEV || err == ENXIO ||
+           err == ENOTCONN || err == ESHUTDOWN;
+}
+
+namespace job_detail {
+
+void JobRunner::report_error(Status s, const std::string &path)
+{
+    ++summary_.errors;
+    // Only the destination failing ends the job: a source that can't be read is that file's problem.
+    if (s.on_destination() && is_device_fatal(s.err())) {
+        aborted_ = true;
+        // A pulled stick shows as ENODEV, ENXIO or EIO depending on where the copy was; say what happened
+        // rather than which call saw it.
+        s = explain(std::move(s));
+        device_removed_ = device_removed_ || s.device_removed();
+    }
+    JobEvent e;
+    e.kind = JobEvent::Kind::Error;
+    e.path = path;
+    e.message = s.message();
+    e.status = std::move(s);
+    emit(std::move(e));
+}
+
+Status JobRunner::explain(Status s)
+{
+    if (device_removed_ && s.on_destination() && is_device_fatal(s.err()) && !s.device_removed())
+        return explain_device_loss(std::move(s).as_device_removed(), device_);
+    // The grace for a disk to leave sysfs is waited once: a failed group reports each of its files.
+    const bool was_checked = loss_checked_;
+    loss_checked_ = loss_checked_ || (s.on_destination() && (s.err() == EIO || s.err() == ENOTCONN));
+    return explain_device_loss(std::move(s), device_, "/sys", was_checked ? 0.0 : 0.5);
+}
+
+void JobRunner::report_skip(const std::string &path, const std::string &why, LeftOut reason)
+{
+    ++summary_.files_skipped;
+    // A skip the conflict policy asked for is what the user wanted; anything else is a requested file not copied.
+    if (reason != LeftOut::Exists)
+        ++summary_.files_refused;
+    JobEvent e;
+    e.kind = JobEvent::Kind::Skipped;
+    e.path = path;
+    e.message = path + ": " + why;
+    e.reason = reason;
+    emit(std::move(e));
+}
+
+void JobRunner::report_done(const std::string &source, std::string target, uint64_t bytes, std::string note,
+                            std::optional<Sha256Digest> digest)
+{
+    ++summary_.files_copied;
+    summary_.bytes += bytes;
+    counters_.files_done.fetch_add(1);
+    JobEvent e;
+    e.path = source;
+    e.target = std::move(target);
+    e.bytes = bytes;
+    e.message = std::move(note);
+    e.digest = digest;
+    if (spec_.manifest && digest)
+        hashed_.emplace_back(e.target, *digest);
+    emit(std::move(e));
+}
+
+// Bytes that are on the device without this job moving them (a renamed item, a file there already): progress
+// counts them, the throughput chart does not.
+void JobRunner::count_unmoved(uint64_t bytes)
+{
+    counters_.written_bytes.fetch_add(bytes);
+    counters_.durable_bytes.fetch_add(bytes);
+    counters_.unwritten_bytes.fetch_add(bytes);
+}
+
+// Progress counts what is on the device: bytes of an attempt that failed (a retried file, a failed verify, a
+// rename refused) are not, or not under any name.
+void JobRunner::take_back(const AttemptBytes &bytes)
+{
+    counters_.written_bytes.fetch_sub(bytes.written);
+    counters_.durable_bytes.fetch_sub(bytes.durable);
+    counters_.unwritten_bytes.fetch_sub(bytes.unwritten);
+}
+
+std::string JobRunner::target_rel(const std::string &rel) const
+{
+    return job_detail::target_rel(rel, spec_, device_.limits);
+}
+
+std::string JobRunner::rename_note(const std::string &rel) const
+{
+    const std::string name = split_rel(rel).second;
+    const std::string why = name_problem(name, device_.limits);
+    return why.empty() ? std::string() : "renamed to \"" + safe_name(name, device_.limits) + "\": the name " + why;
+}
+
+bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel)
+{
+    const bool inserted = fresh_names_.insert(fold_case(dst_rel, folds_case())).second;
+    return inserted && fresh_dirs_.count(dst_parent_rel) > 0;
+}
+
+// The manifest, through the publish pipeline like any file: durable before the job says it is done.
+void JobRunner::write_job_manifest_now()
+{
+    const std::string path = spec_.manifest_path.empty() ? default_manifest_path(spec_.destination) : spec_.manifest_path;
+    if (Status s = write_job_manifest(path, hashed_); !s) {
+        report_error(std::move(s), path);
+        return;
+    }
+    summary_.manifest_path = path;
+    summary_.manifest_files = hashed_.size();
+}
+
+} // namespace job_detail
+
+} // namespace sanecopy

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Planning a job: what each entry meets on the device, the space the job needs, the names already taken.
+#include "job_runner.h"
+
+#include "sys.h"
+#include "tree_plan.h"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+namespace sanecopy {
+
+using namespace job_detail;
+
+namespace {
+
+// What each entry will meet on the destination's filesystem: a name it refuses, a size it can't store.
+void check_against_device(const ItemPlan &item, PlanEntry &e, const JobSpec &spec, const DeviceInfo &device)
+{
+    if (!e.skip_reason.empty())
+        return;
+    const std::string name = e.rel.empty() ? item.item.target_name : split_rel(e.rel).second;
+    if (std::string why = name_problem(name, device.limits); !why.empty() && !spec.rename_invalid) {
+        e.left_out = LeftOut::RefusedName;
+        e.skip_reason = why;
+    } else if (e.kind == EntryKind::File && e.size > device.limits.max_file_size) {
+        e.left_out = LeftOut::TooBig;
+        e.skip_reason = "is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)";
+    }
+}
+
+std::string mib_text(uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; }
+
+} // namespace
+
+// JobSpec::fit_to_space: the bytes files may take, when the free space is known. The margin (1/64 of it, at
+// least 1 MiB and at most 64 MiB) is for folders, FAT's directory clusters and a journal's metadata.
+// JobSpec::resume with fit_to_space: what the interrupted run left on the device for |e| needs no room again:
+// all of a file it published (the job's quick check), the blocks of a big file's part file, which the resumed
+// copy keeps. Without this a resumed "copy what fits" would count its own files against the space they took.
+static uint64_t left_by_interrupted_run(const std::string &target, const PlanEntry &e, const FsLimits &limits)
+{
+    struct stat st {};
+    if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        quick_check(e.size, e.mtime, uint64_t(st.st_size), st.st_mtim, limits))
+        return uint64_t(st.st_blocks) * 512;
+    const std::size_t slash = target.rfind('/') + 1; // absolute: there is one
+    const std::string part = target.substr(0, slash) + part_name_for(target.substr(slash));
+    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode))
+        return uint64_t(st.st_blocks) * 512;
+    return 0;
+}
+
+static std::optional<uint64_t> fit_budget(const JobSpec &spec, const DeviceInfo &device)
+{
+    if (!spec.fit_to_space || !device.free_bytes)
+        return std::nullopt;
+    const uint64_t free = *device.free_bytes;
+    const uint64_t margin = std::clamp<uint64_t>(free / 64, 1 << 20, 64 << 20);
+    return free > margin ? free - margin : 0;
+}
+
+namespace {
+
+// The space a plan's files need, counted entry by entry, and what the job will do with a name already taken
+// when that is known now: skipped, nothing; replaced, the difference, plus the largest such file once (old and
+// new both stand until the new one takes the name). Asked file by file, it is counted in full.
+struct SpaceCount {
+    SpaceCount(const JobSpec &spec, const DeviceInfo &device)
+        : unit(std::max<uint64_t>(4096, device.allocation_unit)), budget(fit_budget(spec, device)),
+          skip_taken(spec.conflict == ConflictPolicy::Skip && !spec.ask_conflict),
+          replace_taken(spec.conflict == ConflictPolicy::Overwrite && !spec.ask_conflict)
+    {
+    }
+    // Rounded to what each file takes at least (a block, a FAT cluster); metadata is not counted, so the plan
+    // catches the clear cases up front and ENOSPC mid-copy is still handled.
+    uint64_t rounded(uint64_t bytes) const { return (bytes + unit - 1) / unit * unit; }
+
+    const uint64_t unit;
+    const std::optional<uint64_t> budget;
+    const bool skip_taken;
+    const bool replace_taken;
+    uint64_t needed = 0;
+    uint64_t replace_peak = 0;
+};
+
+void probe_destination(JobPlan &plan)
+{
+    if (auto probed = probe_device(plan.items.front().item.target_dir); probed.ok()) {
+        plan.device = probed.value();
+        plan.device_known = true;
+    } else {
+        plan.device.writeback = WritebackMode::ChunkSync; // unknown filesystem: the mode that is right everywhere
+    }
+}
+
+// A folder onto a folder merges; a file or link onto any name in use is a conflict, which the plan lists.
+// Returns what the entry takes once the job has dealt with the name (SpaceCount).
+uint64_t note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const std::string &target,
+                    uint64_t takes, SpaceCount &space)
+{
+    struct stat st {};
+    if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return takes;
+    JobPlan::TakenTarget t;
+    t.source = join(strip_trailing_slashes(item.item.source), e.rel);
+    t.target = target;
+    t.source_size = e.size;
+    t.source_mtime = e.mtime;
+    t.is_link = e.kind == EntryKind::Symlink;
+    t.existing = {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
+    plan.taken.push_back(std::move(t));
+    if (space.skip_taken)
+        return 0;
+    if (!space.replace_taken || !S_ISREG(st.st_mode))
+        return takes;
+    const uint64_t held = space.rounded(uint64_t(st.st_blocks) * 512);
+    space.replace_peak = std::max(space.replace_peak, takes);
+    return takes > held ? takes - held : 0;
+}
+
+// What the entry will take on the device.
+uint64_t space_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const JobSpec &spec,
+                     SpaceCount &space)
+{
+    const std::string target =
+        join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
+    uint64_t takes = space.rounded(e.allocated);
+    if (space.budget && spec.resume && e.skip_reason.empty() && e.kind == EntryKind::File) {
+        const uint64_t there = space.rounded(left_by_interrupted_run(target, e, plan.device.limits));
+        takes = takes > there ? takes - there : 0;
+    }
+    if (e.skip_reason.empty() && (e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume)
+        takes = note_taken(plan, item, e, target, takes, space);
+    return takes;
+}
+
+void plan_entry(JobPlan &plan, const ItemPlan &item, PlanEntry &e, const JobSpec &spec, SpaceCount &space)
+{
+    check_against_device(item, e, spec, plan.device);
+    const uint64_t takes = space_taken(plan, item, e, spec, space);
+    if (space.budget && e.kind == EntryKind::File && e.skip_reason.empty() && space.needed + takes > *space.budget) {
+        e.left_out = LeftOut::NoRoom;
+        e.skip_reason = "no room left on the device for it (what fits was copied)";
+    }
+    if (!e.skip_reason.empty()) {
+        plan.left_out.push_back({join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
+        return;
+    }
+    plan.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
+    if (e.kind != EntryKind::File)
+        return;
+    plan.total_bytes += e.size;
+    space.needed += takes;
+}
+
+// Unknown free space (fusefat reports a size of 0) is never taken as full. A resumed copy finds much of itself
+// on the device already: it is not checked up front, and ENOSPC mid-copy says the same.
+void check_space(JobPlan &plan, const JobSpec &spec, uint64_t needed)
+{
+    if (plan.device.free_bytes && needed > *plan.device.free_bytes && !spec.resume)
+        plan.space = Status::destination(ENOSPC, "space check", plan.device.mount_point)
+                         .with_detail("not enough space: the copy needs " + mib_text(needed) + ", " +
+                                      mib_text(*plan.device.free_bytes) + " free");
+}
+
+} // namespace
+
+JobPlan plan_job(const JobSpec &spec)
+{
+    JobPlan plan;
+    Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule);
+    plan.errors = std::move(res.errors);
+    if (!res.fatal.ok()) {
+        plan.errors.push_back(res.fatal);
+        return plan;
+    }
+    for (const CopyItem &item : res.items)
+        plan.items.push_back(plan_item(item, [&](Status s) { plan.errors.push_back(std::move(s)); }));
+    if (plan.items.empty())
+        return plan;
+    probe_destination(plan);
+    SpaceCount space(spec, plan.device);
+    for (ItemPlan &item : plan.items)
+        for (PlanEntry &e : item.entries)
+            plan_entry(plan, item, e, spec, space);
+    check_space(plan, spec, space.needed + space.replace_peak);
+    return plan;
+}
+
+std::vector<std::string> JobPlan::problems() const
+{
+    std::vector<std::string> lines;
+    for (const Status &s : errors)
+        lines.push_back(s.message());
+    if (!space.ok())
+        lines.push_back(space.message());
+    for (const LeftOutEntry &e : left_out)
+        lines.push_back(e.path + ": " + e.why);
+    return lines;
+}
+
+DiscardResult discard_unfinished(const JobSpec &spec)
+{
+    DiscardResult result;
+    JobPlan plan = plan_job(spec);
+    for (const ItemPlan &item : plan.items) {
+        for (const PlanEntry &e : item.entries) {
+            if (e.kind != EntryKind::File)
+                continue;
+            const auto [dir_rel, name] = split_rel(target_rel(join(item.item.target_name, e.rel), spec,
+                                                              plan.device.limits));
+            const std::string part = join(join(item.item.target_dir, dir_rel), part_name_for(name));
+            if (sys().unlinkat(AT_FDCWD, part.c_str(), 0) == 0)
+                ++result.removed;
+            else if (errno != ENOENT && errno != ENOTDIR)
+                result.errors.push_back(Status::destination(errno, "remove part file", part));
+        }
+    }
+    return result;
+}
+
+
+} // namespace sanecopy

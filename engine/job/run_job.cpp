@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A copy job's run: its items, folders and links in order, pause and cancel, and its end.
+#include "job_runner.h"
+
+#include "sys.h"
+#include "tree_plan.h"
+
+#include <algorithm>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+namespace sanecopy {
+
+namespace job_detail {
+
+JobRunner::JobRunner(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
+                     const JobEventSink &sink)
+    : spec_(spec), control_(control), counters_(counters), sink_(sink), session_(CopyRoute{}, spec.limits.checked())
+{
+    session_.checkpoint_seconds = spec.checkpoint_seconds;
+}
+
+SmallFileBatch::Hooks JobRunner::batch_hooks()
+{
+    SmallFileBatch::Hooks hooks;
+    hooks.durable = [this](const BatchedFile &f) { session_.count_durable(f.bytes, counters_); };
+    if (spec_.verify)
+        hooks.verify = [this](const BatchedFile &f) { return verify_part(f.part, f.source_fd.get(), f.bytes); };
+    hooks.failed = [this](BatchedFile &f, Status s) {
+        take_back({f.bytes, f.durable ? f.bytes : 0, 0});
+        report_error(std::move(s), f.source);
+    };
+    hooks.published = [this](BatchedFile &f) {
+        if (spec_.move)
+            remove_source(f.source_dir, f.source_name, f.source);
+        report_done(f.source, f.target, f.bytes, f.note, f.digest);
+    };
+    return hooks;
+}
+
+JobSummary JobRunner::run()
+{
+    const double started = monotonic_seconds();
+    counters_.state.store(JobState::Running);
+    JobPlan plan = plan_job(spec_);
+    start(plan);
+    for (const ItemPlan &item : plan.items) {
+        if (stopping())
+            break;
+        run_item(item);
+    }
+    finish();
+    summary_.seconds = monotonic_seconds() - started;
+    counters_.state.store(summary_.cancelled ? JobState::Cancelled
+                                             : summary_.ok() ? JobState::Done : JobState::Failed);
+    JobEvent done;
+    done.kind = JobEvent::Kind::Done;
+    done.path = spec_.destination;
+    done.bytes = summary_.bytes;
+    emit(done);
+    return summary_;
+}
+
+void JobRunner::start(JobPlan &plan)
+{
+    for (Status &s : plan.errors) {
+        const std::string path = s.path();
+        report_error(std::move(s), path);
+    }
+    device_ = plan.device;
+    counters_.total_bytes.store(plan.total_bytes);
+    counters_.files_total.store(plan.files);
+    if (!plan.space.ok()) {
+        report_error(plan.space, spec_.destination);
+        plan.items.clear();
+    }
+    // A batched file holds a descriptor (two with verify) until its group is published, and two groups are
+    // open at a time: keep that well inside the process's limit, other lanes and the GUI included.
+    BatchLimits limits{spec_.batch_bytes, spec_.batch_files};
+    if (struct rlimit rl {}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        limits.max_files = std::max<std::size_t>(8, std::min<std::size_t>(limits.max_files, rl.rlim_cur / 8));
+    // Where each close sleeps 100 ms (vfat "flush", as UDisks2 mounts FAT), published files are closed on the
+    // closer's threads, side by side and without holding up the copy.
+    if (device_.mount_flags.flush)
+        closer_ = spec_.closer ? spec_.closer : std::make_shared<BackgroundCloser>(kFlushClosers);
+    batch_ = std::make_unique<SmallFileBatch>(device_.writeback, device_.group_sync, limits, folds_case(),
+                                              batch_hooks(), closer_.get());
+}
+
+void JobRunner::finish()
+{
+    if (ends_whole())
+        batch_->flush();
+    else
+        batch_->discard(); // unpublished part files are removed; renamed ones still reported
+    // A descriptor still open keeps the stick busy: an unmount right after "done" would fail. The job's own
+    // closer is waited for here; a closer from the spec (the KIO worker's, shared by its one-file jobs) goes on
+    // after the job, its closes over within about 100 ms of the last file's.
+    if (closer_ && closer_ != spec_.closer)
+        closer_->drain();
+    if (spec_.manifest && !hashed_.empty() && ends_whole())
+        write_job_manifest_now();
+    sync_job();
+    summary_.cancelled = control_.cancel_requested() || stopped_by_answer_;
+    summary_.aborted = aborted_;
+    summary_.device_removed = device_removed_;
+}
+
+// Metadata of everything this job touched (folders, times, the journal) reaches the device too, so "done" and
+// "cancelled" both mean there is nothing left to write.
+void JobRunner::sync_job()
+{
+    if (!syncs() || !any_dest_dir_ || device_removed_)
+        return;
+    if (sys().syncfs(any_dest_dir_->get()) < 0)
+        report_error(Status::destination(errno, "syncfs", spec_.destination), spec_.destination);
+}
+
+void JobRunner::wait_if_paused()
+{
+    if (!control_.pause_requested())
+        return;
+    // Between files too, or a tree of small files would never pause: the batch goes to the device first.
+    batch_->flush();
+    counters_.own_dirty_bytes.store(0); // the groups are durable: nothing of this copy is dirty while it waits
+    counters_.state.store(JobState::Paused);
+    control_.wait_while_paused();
+    counters_.state.store(JobState::Running);
+}
+
+void JobRunner::run_item(const ItemPlan &plan)
+{
+    if (plan.entries.empty())
+        return;
+    const CopyItem &item = plan.item;
+    SharedDirFd src_root, dst_root;
+    if (!open_roots(item, src_root, dst_root))
+        return;
+    struct stat root_st {};
+    sys().fstatat(src_root->get(), item.source_name.c_str(), &root_st, AT_SYMLINK_NOFOLLOW);
+    session_.route = choose_route(device_, root_st.st_dev);
+    if (spec_.move && root_st.st_dev == device_.st_dev && move_by_rename(plan, src_root, dst_root))
+        return;
+    ItemWalk walk{plan, DirCache(src_root, item.source_dir, Side::Source),
+                  DirCache(dst_root, item.target_dir, Side::Destination), {}, {}, {}};
+    walk_item(walk);
+}
+
+// The folders an item comes from and goes into, pinned for its walk. False: that was reported.
+bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDirFd &dst_root)
+{
+    Status error;
+    src_root = open_dir(AT_FDCWD, item.source_dir.c_str(), error, item.source_dir, false, Side::Source);
+    if (src_root)
+        dst_root = open_dir(AT_FDCWD, item.target_dir.c_str(), error, item.target_dir, false, Side::Destination);
+    if (!dst_root) {
+        report_error(std::move(error), item.source);
+        return false;
+    }
+    if (!any_dest_dir_)
+        any_dest_dir_ = dst_root;
+    return true;
+}
+
+void JobRunner::walk_item(ItemWalk &walk)
+{
+    for (const PlanEntry &entry : walk.plan.entries) {
+        wait_if_paused();
+        if (stopping())
+            break;
+        if (walk.failed_dir && below(entry.rel, *walk.failed_dir))
+            continue;
+        copy_entry(walk, entry);
+    }
+    if (stopping())
+        return;
+    batch_->flush();
+    if (stopping())
+        return;
+    finish_dirs(walk);
+    if (!stopping() && spec_.move)
+        remove_moved_dirs(walk);
+}
+
+void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
+{
+    const CopyItem &item = walk.plan.item;
+    const std::string source = join(strip_trailing_slashes(item.source), entry.rel);
+    if (!entry.skip_reason.empty()) {
+        if (entry.kind == EntryKind::Special && entry.rel.empty()) {
+            // Named on the command line: the user asked for exactly this, so not copying it is a failure.
+            report_error(Status::source(EINVAL, "copy", source).with_detail(entry.skip_reason), source);
+            return;
+        }
+        report_skip(source, entry.skip_reason, entry.left_out);
+        return;
+    }
+    const std::string dst_rel = target_rel(join(item.target_name, entry.rel));
+    auto [src_parent_rel, src_name] = split_rel(join(item.source_name, entry.rel));
+    auto [dst_parent_rel, dst_name] = split_rel(dst_rel);
+    FileTask task{entry, source, {}, src_name, {}, join(walk.dst.display(), dst_parent_rel), dst_name,
+                  false, ConflictPolicy::Refuse, {}};
+    Status error;
+    task.dst_dir = walk.dst.get(dst_parent_rel, error);
+    task.src_dir = task.dst_dir ? walk.src.get(src_parent_rel, error) : SharedDirFd{};
+    if (!task.src_dir) {
+        report_error(std::move(error), source);
+        return;
+    }
+    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel);
+    if (spec_.rename_invalid)
+        task.note = rename_note(join(item.target_name, entry.rel));
+    switch (entry.kind) {
+    case EntryKind::Special:
+        return; // reported through skip_reason
+    case EntryKind::Directory:
+        if (spec_.move)
+            walk.moved_dirs.push_back(join(item.source_name, entry.rel));
+        return copy_directory(walk, entry, task, dst_rel);
+    case EntryKind::Symlink:
+        return copy_symlink(task);
+    case EntryKind::File:
+        return copy_file_with_retries(task);
+    }
+}
+
+void JobRunner::copy_directory(ItemWalk &walk, const PlanEntry &entry, const FileTask &where,
+                               const std::string &dst_rel)
+{
+    // Created owner-writable so it can be filled; its real mode is set once it is full.
+    if (sys().mkdirat(where.dst_dir->get(), where.dst_name.c_str(), 0700) == 0) {
+        walk.dirs.push_back({dst_rel, entry.mode, entry.mtime});
+        fresh_dirs_.insert(dst_rel);
+        return;
+    }
+    struct stat st {};
+    const int err = errno;
+    if (err == EEXIST && sys().fstatat(where.dst_dir->get(), where.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode)) {
+        // An existing folder: the copy merges into it and leaves its mode alone, unless an interrupted run
+        // created it (owner-only until full) and this one finishes its work.
+        if (spec_.resume)
+            walk.dirs.push_back({dst_rel, entry.mode, entry.mtime});
+        return;
+    }
+    report_error(Status::destination(err == EEXIST ? ENOTDIR : err, "mkdir", where.dst_display + "/" + where.dst_name),
+                 where.source);
+    walk.failed_dir = entry.rel;
+}
+
+void JobRunner::copy_symlink(const FileTask &where)
+{
+    std::string target(4096, '\0');
+    ssize_t n = sys().readlinkat(where.src_dir->get(), where.src_name.c_str(), target.data(), target.size());
+    if (n < 0) {
+        report_error(Status::source(errno, "readlink", where.source), where.source);
+        return;
+    }
+    target.resize(size_t(n));
+    ExistingTarget existing;
+    struct stat st {};
+    existing.exists = !where.target_free &&
+                      sys().fstatat(where.dst_dir->get(), where.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    existing.is_dir = existing.exists && S_ISDIR(st.st_mode);
+    // A link of the same text is the one an interrupted run published; for a move, as for a file of the same
+    // bytes, even without resume.
+    std::optional<std::string> there;
+    if ((spec_.resume || spec_.move) && existing.exists) {
+        if (S_ISLNK(st.st_mode) && same_link(where, target, where.dst_name))
+            there = where.dst_name;
+        else
+            there = kept_both_before(where, &target);
+    }
+    if (there) {
+        if (spec_.move)
+            remove_source(where.src_dir, where.src_name, where.source);
+        return report_done(where.source, where.dst_display + "/" + *there, 0,
+                           "already on the device from the interrupted copy");
+    }
+    // Links are not worth a question: the job's policy decides.
+    const ConflictDecision d =
+        resolve_conflict(existing, spec_.conflict, std::nullopt, where.dst_display + "/" + where.dst_name);
+    if (d.outcome == ConflictDecision::Outcome::Skip)
+        return report_skip(where.source, "already exists at the destination", LeftOut::Exists);
+    if (d.outcome != ConflictDecision::Outcome::Proceed)
+        return report_error(d.error, where.source);
+    std::string final_name;
+    if (Status s = publish_symlink(where.dst_dir, where.dst_display, where.dst_name, target, where.entry.mtime,
+                                   d.policy, &final_name);
+        !s)
+        return report_error(std::move(s), where.source);
+    if (spec_.move)
+        remove_source(where.src_dir, where.src_name, where.source);
+    report_done(where.source, where.dst_display + "/" + final_name, 0, where.note);
+}
+
+void JobRunner::finish_dirs(ItemWalk &walk)
+{
+    // Deepest first: setting a folder's time must come after everything inside it was created.
+    for (auto it = walk.dirs.rbegin(); it != walk.dirs.rend(); ++it) {
+        Status error;
+        SharedDirFd dir = walk.dst.get(it->rel, error);
+        if (!dir) {
+            report_error(std::move(error), it->rel);
+            continue;
+        }
+        const std::string display = join(walk.dst.display(), it->rel);
+        if (Status s = apply_attributes(dir->get(), it->mode, it->mtime, display); !s) {
+            report_error(std::move(s), display);
+            continue;
+        }
+        if (syncs() && device_.writeback != WritebackMode::Windows) {
+            // New folders' entries in their parents: the job's final syncfs covers block filesystems.
+            SharedDirFd parent = walk.dst.get(split_rel(it->rel).first, error);
+            if (parent)
+                sync_directory(parent->get(), display).ignore();
+        }
+    }
+}
+
+
+} // namespace job_detail
+
+JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
+                        const JobEventSink &sink)
+{
+    return job_detail::JobRunner(spec, control, counters, sink).run();
+}
+
+} // namespace sanecopy
