@@ -79,7 +79,7 @@ std::string json_device(const DeviceInfo &d)
            (d.limits.max_file_size == UINT64_MAX ? std::string("null") : std::to_string(d.limits.max_file_size));
     out += std::string(",\"fat_names\":") + (d.limits.forbids_fat_chars ? "true" : "false");
     out += std::string(",\"writeback\":\"") + mode + "\"";
-    // The mount options that change the strategy (engine/device_probe.h, MountFlags).
+    // The mount options that change the strategy (engine/device/device_probe.h, MountFlags).
     const MountFlags &m = d.mount_flags;
     out += std::string(",\"flush\":") + (m.flush ? "true" : "false");
     out += std::string(",\"sync\":") + (m.sync ? "true" : "false");

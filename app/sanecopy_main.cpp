@@ -13,7 +13,7 @@
 
 int main(int argc, char **argv)
 {
-    // The arguments as the bytes they are: a file name need not be UTF-8 (see ui/Paths.h). Read before the
+    // The arguments as the bytes they are: a file name need not be UTF-8 (see ui/jobs/Paths.h). Read before the
     // application object exists, so --help and a usage error work in a terminal without a display.
     QList<QByteArray> args;
     for (int i = 1; i < argc; ++i)
@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     // A window is running already (a second "Safe Copy To…" click): it queues these files, and this process goes.
     if (SaneCopy::SingleInstance::handOver(cmd))
         return 0;
-    sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
+    sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/base/sys.h)
     SaneCopy::MainWindow window;
     SaneCopy::SingleInstance instance(&window);
     // Started together with another sanecopy, which got the name first: that window takes these files too.

@@ -187,146 +187,118 @@ public:
     }
 };
 
-} // namespace
-
-int main(int argc, char **argv)
-{
-    CLI::App app{"Copies files at the device's own speed. When sanecp returns, the data is on the device: "
-                 "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links.",
-                 "sanecp"};
+// What the command line asked for.
+struct Options {
     std::vector<std::string> paths;
+    std::string probe, manifest, check_path;
     bool json = false, overwrite = false, skip_existing = false, rename_existing = false;
-    app.formatter(std::make_shared<HelpFormatter>());
-    app.footer("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
-               "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
-               "the filesystem, a name it can't store, a special file), or the device removed (each is on "
-               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left), 143 and 129 stopped by SIGTERM and SIGHUP (big files' part files stay for --resume). With --check: "
-               "0 every file matches, 1 a mismatch, a missing or unreadable file, or no manifest.");
-    std::string probe;
-    app.add_option("paths", paths, "Files and folders to copy, then where to")->expected(2, -1);
-    app.add_option("--probe", probe,
-                   "Print what SaneCopy finds out about the device behind FOLDER (filesystem, its "
-                   "limits, removable, the device whose dirty pages are counted) as JSON, and exit")
-        ->type_name("FOLDER");
-    app.add_flag("--json", json, "Print progress and events as NDJSON on stdout");
-    auto *o = app.add_flag("--overwrite", overwrite,
-                           "Replace existing files (by rename, once the new file is on the device)");
-    auto *s = app.add_flag("--skip-existing", skip_existing, "Leave existing files alone and go on");
-    auto *r = app.add_flag("--rename-existing", rename_existing,
-                           "Copy next to existing files as \"name (1).ext\"");
-    o->excludes(s)->excludes(r);
-    s->excludes(r);
-    bool verify = false, rename_invalid = false, move = false;
-    app.add_flag("--move", move,
+    bool verify = false, rename_invalid = false, move = false, fit = false, resume = false;
+    CLI::Option *manifest_opt = nullptr; // given, with or without a FILE
+};
+
+// What is copied and how names already taken are treated.
+void add_copy_options(CLI::App &app, Options &o)
+{
+    app.add_option("paths", o.paths, "Files and folders to copy, then where to")->expected(2, -1);
+    app.add_flag("--json", o.json, "Print progress and events as NDJSON on stdout");
+    auto *ow = app.add_flag("--overwrite", o.overwrite,
+                            "Replace existing files (by rename, once the new file is on the device)");
+    auto *sk = app.add_flag("--skip-existing", o.skip_existing, "Leave existing files alone and go on");
+    auto *rn = app.add_flag("--rename-existing", o.rename_existing, "Copy next to existing files as \"name (1).ext\"");
+    ow->excludes(sk)->excludes(rn);
+    sk->excludes(rn);
+    app.add_flag("--move", o.move,
                  "Move: each source file is removed once its copy is on the device (and verified, with --verify), "
                  "each source folder once it is empty; on the same filesystem, one rename. Never leaves a file "
                  "without a complete copy; a source that was not copied stays where it is");
-    app.add_flag("--verify", verify,
+    app.add_flag("--verify", o.verify,
                  "Read every file back from the device once it is there, and compare XXH3 hashes with the source");
-    std::string manifest, check_path;
-    auto *manifest_opt = app.add_flag("--manifest{}", manifest,
-                                      "Write the SHA-256 of every file copied into a manifest on the destination, "
-                                      "which `sha256sum -c` checks: SHA256SUMS in DEST (beside it when DEST is a "
-                                      "file), or --manifest=FILE. The source is read once; the sums are of its "
-                                      "bytes as copied");
-    app.add_option("--check", check_path,
-                   "Read every file MANIFEST lists back from its device (not from the page cache), compare "
-                   "SHA-256 sums, and exit 1 on any mismatch or missing file; copies nothing")
-        ->type_name("MANIFEST");
-    bool fit = false;
-    app.add_flag("--fit", fit,
+    o.manifest_opt = app.add_flag("--manifest{}", o.manifest,
+                                  "Write the SHA-256 of every file copied into a manifest on the destination, "
+                                  "which `sha256sum -c` checks: SHA256SUMS in DEST (beside it when DEST is a "
+                                  "file), or --manifest=FILE. The source is read once; the sums are of its "
+                                  "bytes as copied");
+    app.add_flag("--fit", o.fit,
                  "When the device has not room for everything, copy the files that fit, in order, instead of "
                  "nothing; each one left out is reported (exit code 1). With --resume, what the interrupted "
                  "run left on the device is counted as there");
-    bool resume = false;
-    app.add_flag("--resume", resume,
+    app.add_flag("--resume", o.resume,
                  "Finish a copy that was interrupted (killed, crashed, logged out, the stick pulled): files at the "
                  "destination with the source's size and modification time count as copied, the rest is copied "
                  "(a big file from where its part file's bytes stop matching the source, which every run does)");
-    app.add_flag("--rename-invalid", rename_invalid,
+    app.add_flag("--rename-invalid", o.rename_invalid,
                  "Copy names FAT/exFAT refuse (: ? * \" < > | \\, trailing dots or spaces) under a safe name, "
                  "instead of skipping them");
-    app.set_version_flag("--version", std::string("sanecp ") + SANECOPY_VERSION);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::Success &e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError &e) {
-        app.exit(e);
+}
+
+// The modes that copy nothing: --probe and --check.
+void add_other_modes(CLI::App &app, Options &o)
+{
+    app.add_option("--probe", o.probe,
+                   "Print what SaneCopy finds out about the device behind FOLDER (filesystem, its "
+                   "limits, removable, the device whose dirty pages are counted) as JSON, and exit")
+        ->type_name("FOLDER");
+    app.add_option("--check", o.check_path,
+                   "Read every file MANIFEST lists back from its device (not from the page cache), compare "
+                   "SHA-256 sums, and exit 1 on any mismatch or missing file; copies nothing")
+        ->type_name("MANIFEST");
+}
+
+int probe_only(const Options &o)
+{
+    if (!o.paths.empty()) {
+        std::fprintf(stderr, "sanecp: --probe takes one folder and copies nothing\n");
         return 2;
     }
+    Result<DeviceInfo> info = probe_device(o.probe);
+    if (!info.ok()) {
+        std::fprintf(stderr, "sanecp: %s\n", info.status().message().c_str());
+        return 1;
+    }
+    std::printf("%s\n", cli::json_device(info.value()).c_str());
+    return 0;
+}
 
-    if (!probe.empty()) {
-        if (!paths.empty()) {
-            std::fprintf(stderr, "sanecp: --probe takes one folder and copies nothing\n");
-            return 2;
-        }
-        Result<DeviceInfo> info = probe_device(probe);
-        if (!info.ok()) {
-            std::fprintf(stderr, "sanecp: %s\n", info.status().message().c_str());
-            return 1;
-        }
-        std::printf("%s\n", cli::json_device(info.value()).c_str());
-        return 0;
-    }
-    if (!check_path.empty()) {
-        if (!paths.empty()) {
-            std::fprintf(stderr, "sanecp: --check takes one manifest and copies nothing\n");
-            return 2;
-        }
-        return check(check_path, json);
-    }
-    if (paths.size() < 2) {
-        std::fprintf(stderr, "sanecp: give one or more sources, then the destination (see --help)\n");
-        return 2;
-    }
-
+JobSpec spec_from(Options &o)
+{
     JobSpec spec;
-    spec.destination = paths.back();
-    paths.pop_back();
-    spec.sources = std::move(paths);
-    spec.verify = verify;
-    spec.manifest = manifest_opt->count() > 0;
-    spec.manifest_path = manifest;
-    spec.move = move;
-    spec.rename_invalid = rename_invalid;
-    spec.resume = resume;
-    spec.fit_to_space = fit;
-    spec.conflict = overwrite         ? ConflictPolicy::Overwrite
-                    : skip_existing   ? ConflictPolicy::Skip
-                    : rename_existing ? ConflictPolicy::Rename
-                                      : ConflictPolicy::Refuse;
+    spec.destination = o.paths.back();
+    o.paths.pop_back();
+    spec.sources = std::move(o.paths);
+    spec.verify = o.verify;
+    spec.manifest = o.manifest_opt->count() > 0;
+    spec.manifest_path = o.manifest;
+    spec.move = o.move;
+    spec.rename_invalid = o.rename_invalid;
+    spec.resume = o.resume;
+    spec.fit_to_space = o.fit;
+    spec.conflict = o.overwrite         ? ConflictPolicy::Overwrite
+                    : o.skip_existing   ? ConflictPolicy::Skip
+                    : o.rename_existing ? ConflictPolicy::Rename
+                                        : ConflictPolicy::Refuse;
+    return spec;
+}
 
-    // Ctrl-C cancels cleanly: part files are removed and the device is left with nothing to write. The signals
-    // are taken by one thread with sigwait, so no engine thread is interrupted in a system call.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+// The signal that stopped the job, once one did; shared with the detached signal thread, which may outlive
+// main's locals.
+using Interruption = std::shared_ptr<std::atomic<int>>;
 
-    raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
-    const bool tty = ::isatty(STDOUT_FILENO);
-    auto printer = std::make_shared<Printer>(json, tty, move);
-    JobQueue queue;
-    auto job = queue.submit(spec, printer);
-
-    // Shared with the detached signal thread, which may outlive main's locals.
-    auto interrupted = std::make_shared<std::atomic<bool>>(false);
-    auto interrupted_by = std::make_shared<std::atomic<int>>(0);
-    std::thread([signals, job, printer, interrupted, interrupted_by]() mutable {
+// Ctrl-C cancels cleanly: part files are removed and the device is left with nothing to write. SIGTERM and
+// SIGHUP (the session ending, not the user changing their mind) interrupt: what is on the device stays for a
+// rerun with --resume. The signals are taken by one thread with sigwait, so no engine thread is interrupted in a
+// system call; they were blocked in every thread before any was started (block_stop_signals).
+void watch_signals(sigset_t signals, std::shared_ptr<Job> job, std::shared_ptr<Printer> printer,
+                   Interruption interrupted_by)
+{
+    std::thread([signals, job, printer, interrupted_by]() mutable {
         int sig = 0;
         if (sigwait(&signals, &sig) == 0) {
             interrupted_by->store(sig);
-            interrupted->store(true);
             printer->stop_bar();
             if (sig == SIGINT) {
                 std::fprintf(stderr, "\nsanecp: cancelling; removing partial files...\n");
                 job->cancel();
             } else {
-                // SIGTERM, SIGHUP: the session is ending, not the user changing their mind. What is on the
-                // device stays for a rerun with --resume.
                 std::fprintf(stderr, "\nsanecp: stopping; rerun with --resume to finish the copy\n");
                 job->interrupt();
             }
@@ -336,7 +308,28 @@ int main(int argc, char **argv)
         if (sigwait(&signals, &sig) == 0)
             _exit(128 + sig);
     }).detach();
+}
 
+sigset_t block_stop_signals()
+{
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    return signals;
+}
+
+int run_copy(const JobSpec &spec, bool json)
+{
+    const sigset_t signals = block_stop_signals();
+    raise_open_file_limit(); // batches of small files hold a descriptor each (engine/base/sys.h)
+    auto printer = std::make_shared<Printer>(json, ::isatty(STDOUT_FILENO), spec.move);
+    JobQueue queue;
+    auto job = queue.submit(spec, printer);
+    auto interrupted_by = std::make_shared<std::atomic<int>>(0);
+    watch_signals(signals, job, printer, interrupted_by);
     const JobSummary summary = job->wait();
     if (!summary.manifest_path.empty()) {
         const auto [dir, name] = split_path(summary.manifest_path);
@@ -345,7 +338,48 @@ int main(int argc, char **argv)
                      summary.manifest_path.c_str(), dir.c_str(), name.c_str());
     }
     printer->finish(summary);
-    if (summary.cancelled && interrupted->load())
+    if (summary.cancelled && interrupted_by->load() != 0)
         return 128 + interrupted_by->load();
     return summary.complete() ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    CLI::App app{"Copies files at the device's own speed. When sanecp returns, the data is on the device: "
+                 "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links.",
+                 "sanecp"};
+    app.formatter(std::make_shared<HelpFormatter>());
+    app.footer("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
+               "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
+               "the filesystem, a name it can't store, a special file), or the device removed (each is on "
+               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left), 143 and 129 stopped by SIGTERM and SIGHUP (big files' part files stay for --resume). With --check: "
+               "0 every file matches, 1 a mismatch, a missing or unreadable file, or no manifest.");
+    Options o;
+    add_copy_options(app, o);
+    add_other_modes(app, o);
+    app.set_version_flag("--version", std::string("sanecp ") + SANECOPY_VERSION);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Success &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        app.exit(e);
+        return 2;
+    }
+    if (!o.probe.empty())
+        return probe_only(o);
+    if (!o.check_path.empty()) {
+        if (!o.paths.empty()) {
+            std::fprintf(stderr, "sanecp: --check takes one manifest and copies nothing\n");
+            return 2;
+        }
+        return check(o.check_path, o.json);
+    }
+    if (o.paths.size() < 2) {
+        std::fprintf(stderr, "sanecp: give one or more sources, then the destination (see --help)\n");
+        return 2;
+    }
+    return run_copy(spec_from(o), o.json);
 }

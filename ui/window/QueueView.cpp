@@ -25,8 +25,6 @@ using sanecopy::JobState;
 
 JobRow::JobRow(JobModel *model, quint64 jobId, QWidget *parent) : QWidget(parent), model_(model), jobId_(jobId)
 {
-    auto *grid = new QGridLayout(this);
-    grid->setContentsMargins(6, 6, 6, 6);
     title_ = new QLabel(this);
     title_->setTextFormat(Qt::PlainText);
     QFont bold = title_->font();
@@ -36,43 +34,75 @@ JobRow::JobRow(JobModel *model, quint64 jobId, QWidget *parent) : QWidget(parent
     status_ = new QLabel(this);
     status_->setTextFormat(Qt::PlainText);
     status_->setWordWrap(true);
-    auto button = [this](const QString &icon, const QString &text) {
-        auto *b = new QToolButton(this);
-        b->setIcon(QIcon::fromTheme(icon));
-        b->setText(text);
-        b->setToolTip(text);
-        b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-        b->setFocusPolicy(Qt::StrongFocus);
-        return b;
-    };
-    pause_ = button(QStringLiteral("media-playback-pause"), tr("Pause"));
-    cancel_ = button(QStringLiteral("process-stop"), tr("Cancel"));
-    eject_ = button(QStringLiteral("media-eject"), tr("Eject"));
+    // A finished job's result takes the bar's place: one line, the whole text in its tooltip.
+    result_ = new QLabel(this);
+    result_->setTextFormat(Qt::PlainText);
+    result_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    result_->hide();
+    makeButtons();
+    layOut(makeSafeRow());
+    refresh();
+}
+
+QToolButton *JobRow::makeButton(const QString &icon, const QString &text)
+{
+    auto *b = new QToolButton(this);
+    b->setIcon(QIcon::fromTheme(icon));
+    b->setText(text);
+    b->setToolTip(text);
+    b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    b->setFocusPolicy(Qt::StrongFocus);
+    return b;
+}
+
+void JobRow::makeButtons()
+{
+    pause_ = makeButton(QStringLiteral("media-playback-pause"), tr("Pause"));
+    cancel_ = makeButton(QStringLiteral("process-stop"), tr("Cancel"));
+    eject_ = makeButton(QStringLiteral("media-eject"), tr("Eject"));
     eject_->hide();
-    details_ = button(QStringLiteral("documentinfo"), tr("Details…"));
+    details_ = makeButton(QStringLiteral("documentinfo"), tr("Details…"));
     details_->setToolTip(tr("What was copied, renamed, skipped or failed, file by file"));
-    clear_ = button(QStringLiteral("edit-clear-list"), tr("Clear"));
+    clear_ = makeButton(QStringLiteral("edit-clear-list"), tr("Clear"));
     clear_->setToolTip(tr("Take this finished copy off the list"));
-    // "Safe to unplug" stands out: an icon and bold type of its own, not a clause at the end of the status.
+    connect(details_, &QToolButton::clicked, this, &JobRow::showDetails);
+    connect(clear_, &QToolButton::clicked, this, [this] { Q_EMIT clearRequested(jobId_); });
+    connect(pause_, &QToolButton::clicked, this, [this] {
+        if (paused_)
+            Q_EMIT resumeRequested(jobId_);
+        else
+            Q_EMIT pauseRequested(jobId_);
+    });
+    connect(cancel_, &QToolButton::clicked, this, [this] { Q_EMIT cancelRequested(jobId_); });
+    connect(eject_, &QToolButton::clicked, this, [this] { Q_EMIT ejectRequested(jobId_); });
+}
+
+// "Safe to unplug" stands out: an icon and bold type of its own, not a clause at the end of the status.
+QHBoxLayout *JobRow::makeSafeRow()
+{
     safe_ = new QLabel(this);
     safe_->setTextFormat(Qt::RichText);
     safe_->setText(QStringLiteral("<b>%1</b>").arg(tr("Safe to unplug").toHtmlEscaped()));
     auto *safeIcon = new QLabel(this);
     safeIcon->setPixmap(QIcon::fromTheme(QStringLiteral("emblem-ok-symbolic"), QIcon::fromTheme(QStringLiteral("dialog-ok")))
                             .pixmap(16, 16));
+    safeIcon->setVisible(false);
+    connect(this, &JobRow::safeShown, safeIcon, &QWidget::setVisible);
     auto *safeRow = new QHBoxLayout;
     safeRow->addWidget(safeIcon);
     safeRow->addWidget(safe_);
     safeRow->addStretch();
+    return safeRow;
+}
+
+void JobRow::layOut(QHBoxLayout *safeRow)
+{
+    auto *grid = new QGridLayout(this);
+    grid->setContentsMargins(6, 6, 6, 6);
     auto *line = new QFrame(this);
     line->setFrameShape(QFrame::HLine);
     line->setFrameShadow(QFrame::Sunken);
     grid->addWidget(title_, 0, 0, 1, 6);
-    // A finished job's result takes the bar's place: one line, the whole text in its tooltip.
-    result_ = new QLabel(this);
-    result_->setTextFormat(Qt::PlainText);
-    result_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-    result_->hide();
     grid->addWidget(bar_, 1, 0);
     grid->addWidget(result_, 1, 0);
     grid->addWidget(pause_, 1, 1);
@@ -84,20 +114,6 @@ JobRow::JobRow(JobModel *model, quint64 jobId, QWidget *parent) : QWidget(parent
     grid->addWidget(status_, 3, 0, 1, 6);
     grid->addWidget(line, 4, 0, 1, 6);
     grid->setColumnStretch(0, 1);
-    connect(details_, &QToolButton::clicked, this, &JobRow::showDetails);
-    connect(clear_, &QToolButton::clicked, this, [this] { Q_EMIT clearRequested(jobId_); });
-    safeIcon->setVisible(false);
-    connect(this, &JobRow::safeShown, safeIcon, &QWidget::setVisible);
-
-    connect(pause_, &QToolButton::clicked, this, [this] {
-        if (paused_)
-            Q_EMIT resumeRequested(jobId_);
-        else
-            Q_EMIT pauseRequested(jobId_);
-    });
-    connect(cancel_, &QToolButton::clicked, this, [this] { Q_EMIT cancelRequested(jobId_); });
-    connect(eject_, &QToolButton::clicked, this, [this] { Q_EMIT ejectRequested(jobId_); });
-    refresh();
 }
 
 void JobRow::refresh()

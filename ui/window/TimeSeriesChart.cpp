@@ -94,45 +94,69 @@ double TimeSeriesChart::axisMaximum() const
     return std::max(step, std::ceil(dataTop() / step - 1e-9) * step);
 }
 
-void TimeSeriesChart::paintEvent(QPaintEvent *)
+// Where the plot goes: right of the widest y label, below the title, above the x labels and the legend. Empty
+// when the widget is too small to draw one.
+QRect TimeSeriesChart::plotArea(const QFontMetrics &fm, int &labelRight) const
 {
-    QPainter p(this);
-    p.setRenderHint(QPainter::Antialiasing);
-    const QPalette &pal = palette();
-    const QFontMetrics fm = fontMetrics();
-    p.fillRect(rect(), pal.color(QPalette::Base));
-
-    const double top = axisMaximum(), step = axisStep(), shown = span();
-    const int steps = int(std::lround(top / step));
+    const double step = axisStep();
+    const int steps = int(std::lround(axisMaximum() / step));
     int labelWidth = 0;
     for (int i = 0; i <= steps; ++i)
         labelWidth = std::max(labelWidth, fm.horizontalAdvance(QString::number(step * i, 'g', 4)));
-    const int left = labelWidth + 10;
+    labelRight = labelWidth + 10;
     const int titleHeight = fm.height() + 4;
     const int legendHeight = fm.height() + 4;
     // Half a line of room above the plot, so the top y label never runs into the title.
     const int plotTop = titleHeight + fm.height() / 2 + 2;
-    const QRect plot(left, plotTop, width() - left - 8, height() - plotTop - legendHeight - fm.height() - 6);
-    if (plot.width() < 20 || plot.height() < 20)
+    const QRect plot(labelRight, plotTop, width() - labelRight - 8, height() - plotTop - legendHeight - fm.height() - 6);
+    return plot.width() < 20 || plot.height() < 20 ? QRect() : plot;
+}
+
+void TimeSeriesChart::paintEvent(QPaintEvent *)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    const QFontMetrics fm = fontMetrics();
+    p.fillRect(rect(), palette().color(QPalette::Base));
+    int labelRight = 0;
+    const QRect plot = plotArea(fm, labelRight);
+    if (plot.isNull())
         return;
-
-    p.setPen(pal.color(QPalette::Text));
-    p.drawText(QRect(4, 2, width() - 8, titleHeight), Qt::AlignLeft | Qt::AlignVCenter,
+    p.setPen(palette().color(QPalette::Text));
+    p.drawText(QRect(4, 2, width() - 8, fm.height() + 4), Qt::AlignLeft | Qt::AlignVCenter,
                QStringLiteral("%1 (%2)").arg(title_, unit_));
+    drawYAxis(p, plot, labelRight);
+    drawXAxis(p, plot);
+    p.setClipRect(plot.adjusted(-1, -1, 1, 1));
+    drawSeries(p, plot);
+    p.setClipping(false);
+    drawLegend(p, plot.left());
+}
 
-    // Grid and y labels: round steps up to the top.
-    QColor grid = pal.color(QPalette::Mid);
+// Grid and y labels: round steps up to the top.
+void TimeSeriesChart::drawYAxis(QPainter &p, const QRect &plot, int labelRight) const
+{
+    const QFontMetrics fm = fontMetrics();
+    const double top = axisMaximum(), step = axisStep();
+    const int steps = int(std::lround(top / step));
+    QColor grid = palette().color(QPalette::Mid);
     grid.setAlphaF(0.5);
     for (int i = 0; i <= steps; ++i) {
         const double v = step * i;
         const int y = plot.bottom() - int(plot.height() * v / top);
         p.setPen(grid);
         p.drawLine(plot.left(), y, plot.right(), y);
-        p.setPen(pal.color(QPalette::Text));
-        p.drawText(QRect(0, y - fm.height() / 2, left - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRect(0, y - fm.height() / 2, labelRight - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
                    QString::number(v, 'g', 4));
     }
-    // X labels: seconds ago, every 10, 15 or 30 s.
+}
+
+// X labels: seconds ago, every 10, 15 or 30 s.
+void TimeSeriesChart::drawXAxis(QPainter &p, const QRect &plot) const
+{
+    const QFontMetrics fm = fontMetrics();
+    const double shown = span();
     const int every = shown <= 30 ? 10 : shown <= 60 ? 15 : 30;
     for (int ago = int(shown) / every * every; ago >= 0; ago -= every) {
         const int x = plot.left() + int(plot.width() * (1 - ago / shown));
@@ -142,8 +166,11 @@ void TimeSeriesChart::paintEvent(QPaintEvent *)
         const int lx = std::clamp(x - w / 2, 2, width() - w - 2);
         p.drawText(QRect(lx, plot.bottom() + 2, w, fm.height()), Qt::AlignLeft | Qt::AlignTop, label);
     }
+}
 
-    p.setClipRect(plot.adjusted(-1, -1, 1, 1));
+void TimeSeriesChart::drawSeries(QPainter &p, const QRect &plot) const
+{
+    const double top = axisMaximum(), shown = span();
     // The first series is the one that matters most: drawn last, on top, and a little wider.
     for (auto it = series_.crbegin(); it != series_.crend(); ++it) {
         const Series &s = *it;
@@ -163,15 +190,16 @@ void TimeSeriesChart::paintEvent(QPaintEvent *)
         p.setPen(QPen(s.color, it == std::prev(series_.crend()) ? 2.5 : 1.5));
         p.drawPath(path);
     }
-    p.setClipping(false);
+}
 
-    // Legend.
-    int x = plot.left();
-    const int y = height() - legendHeight + 2;
+void TimeSeriesChart::drawLegend(QPainter &p, int x) const
+{
+    const QFontMetrics fm = fontMetrics();
+    const int y = height() - (fm.height() + 4) + 2;
     for (const Series &s : series_) {
         p.fillRect(QRect(x, y + fm.height() / 2 - 2, 14, 4), s.color);
         x += 18;
-        p.setPen(pal.color(QPalette::Text));
+        p.setPen(palette().color(QPalette::Text));
         p.drawText(QPoint(x, y + fm.ascent()), s.name);
         x += fm.horizontalAdvance(s.name) + 16;
     }

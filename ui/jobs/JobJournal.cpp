@@ -167,4 +167,27 @@ QList<JournalEntry> JobJournal::claimUnfinished()
     return found;
 }
 
+JournalEntry journalEntryFor(const EngineBridge::Options &o)
+{
+    return {{}, o.sources, o.destination, o.verify, o.renameInvalid, o.move, o.manifest, {},
+            o.askOnConflict ? -1 : o.conflict, o.fitToSpace};
+}
+
+EngineBridge::Options optionsFor(const JournalEntry &e)
+{
+    EngineBridge::Options o;
+    o.sources = e.sources;
+    o.destination = e.destination;
+    o.verify = e.verify;
+    o.renameInvalid = e.renameInvalid;
+    o.move = e.move;
+    o.manifest = e.manifest;
+    o.fitToSpace = e.fitToSpace;
+    if (e.conflict >= 0) {
+        o.conflict = e.conflict;
+        o.askOnConflict = false;
+    }
+    return o;
+}
+
 } // namespace SaneCopy

@@ -289,6 +289,65 @@ QStringList PlanSummary::problemsFor(int policy) const
     return r.problem.isEmpty() ? problems : QStringList{r.problem} + problems;
 }
 
+namespace {
+
+// The names the plan found taken, as the plan dialog lists them: relative to the destination.
+QList<PlanSummary::Taken> takenNames(const sanecopy::JobPlan &plan, const std::string &destination)
+{
+    const auto timeOf = [](const struct timespec &t) {
+        return QDateTime::fromMSecsSinceEpoch(qint64(t.tv_sec) * 1000 + t.tv_nsec / 1000000);
+    };
+    const std::string below = destination + (destination.ends_with('/') ? "" : "/");
+    QList<PlanSummary::Taken> list;
+    for (const auto &t : plan.taken) {
+        PlanSummary::Taken taken;
+        const std::string rel = t.target.starts_with(below) ? t.target.substr(below.size()) : t.target;
+        taken.name = displayPath(QByteArray::fromStdString(rel));
+        taken.target = displayPath(QByteArray::fromStdString(t.target));
+        taken.sourceSize = qint64(t.source_size);
+        taken.targetSize = qint64(t.existing.size);
+        taken.sourceTime = timeOf(t.source_mtime);
+        taken.targetTime = timeOf(t.existing.mtime);
+        taken.targetIsDir = t.existing.is_dir;
+        list.append(taken);
+    }
+    return list;
+}
+
+// The plan of |spec| as the window shows it. Walks the tree: never on the GUI thread.
+PlanSummary summarize(const sanecopy::JobSpec &spec)
+{
+    const sanecopy::JobPlan plan = sanecopy::plan_job(spec);
+    PlanSummary summary;
+    for (const sanecopy::Status &s : plan.errors)
+        summary.problems << qs(s.message());
+    for (const auto &entry : plan.left_out) {
+        summary.problems << qs(entry.path + ": " + entry.why);
+        summary.badNames += entry.reason == sanecopy::LeftOut::RefusedName;
+    }
+    summary.totalBytes = qint64(plan.total_bytes);
+    summary.files = qint64(plan.files);
+    summary.mountPoint = qs(plan.device.mount_point);
+    summary.blockDevice = qs(plan.device.block_device);
+    summary.removable = plan.device.removable;
+    summary.taken = takenNames(plan, spec.destination);
+    summary.room = roomOf(spec, plan, false);
+    summary.roomIfSkipped = summary.roomIfReplaced = summary.room;
+    if (plan.taken.empty())
+        return summary;
+    // The job plans again with the user's choice; so does this, for each choice the dialog offers, with the same
+    // function, so what the dialog says is what the job will find. Walks again only when names are taken.
+    for (auto [policy, room] : {std::pair{sanecopy::ConflictPolicy::Skip, &summary.roomIfSkipped},
+                                std::pair{sanecopy::ConflictPolicy::Overwrite, &summary.roomIfReplaced}}) {
+        sanecopy::JobSpec choice = spec;
+        choice.conflict = policy;
+        *room = roomOf(choice, sanecopy::plan_job(choice), policy == sanecopy::ConflictPolicy::Skip);
+    }
+    return summary;
+}
+
+} // namespace
+
 void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const QByteArray &destination)
 {
     sanecopy::JobSpec spec;
@@ -298,49 +357,7 @@ void EngineBridge::planAsync(quint64 requestId, const PathList &sources, const Q
     QPointer<EngineBridge> guard(this);
     // Walking a tree may take a while: never on the GUI thread.
     std::thread([guard, requestId, spec] {
-        const sanecopy::JobPlan plan = sanecopy::plan_job(spec);
-        PlanSummary summary;
-        for (const sanecopy::Status &s : plan.errors)
-            summary.problems << qs(s.message());
-        for (const auto &entry : plan.left_out)
-            summary.problems << qs(entry.path + ": " + entry.why);
-        summary.totalBytes = qint64(plan.total_bytes);
-        summary.files = qint64(plan.files);
-        summary.mountPoint = qs(plan.device.mount_point);
-        summary.blockDevice = qs(plan.device.block_device);
-        summary.removable = plan.device.removable;
-        for (const auto &entry : plan.left_out)
-            summary.badNames += entry.reason == sanecopy::LeftOut::RefusedName;
-        const auto timeOf = [](const struct timespec &t) {
-            return QDateTime::fromMSecsSinceEpoch(qint64(t.tv_sec) * 1000 + t.tv_nsec / 1000000);
-        };
-        const std::string below = spec.destination + (spec.destination.ends_with('/') ? "" : "/");
-        for (const auto &t : plan.taken) {
-            PlanSummary::Taken taken;
-            const std::string rel = t.target.starts_with(below) ? t.target.substr(below.size()) : t.target;
-            taken.name = displayPath(QByteArray::fromStdString(rel));
-            taken.target = displayPath(QByteArray::fromStdString(t.target));
-            taken.sourceSize = qint64(t.source_size);
-            taken.targetSize = qint64(t.existing.size);
-            taken.sourceTime = timeOf(t.source_mtime);
-            taken.targetTime = timeOf(t.existing.mtime);
-            taken.targetIsDir = t.existing.is_dir;
-            summary.taken.append(taken);
-        }
-        summary.room = roomOf(spec, plan, false);
-        summary.roomIfSkipped = summary.roomIfReplaced = summary.room;
-        if (!plan.taken.empty()) {
-            // The job plans again with the user's choice; so does this, for each choice the dialog offers, with
-            // the same function, so what the dialog says is what the job will find. Walks again, off the GUI
-            // thread, only when names are taken.
-            for (auto [policy, room] : {std::pair{sanecopy::ConflictPolicy::Skip, &summary.roomIfSkipped},
-                                        std::pair{sanecopy::ConflictPolicy::Overwrite, &summary.roomIfReplaced}}) {
-                sanecopy::JobSpec choice = spec;
-                choice.conflict = policy;
-                const sanecopy::JobPlan planned = sanecopy::plan_job(choice);
-                *room = roomOf(choice, planned, policy == sanecopy::ConflictPolicy::Skip);
-            }
-        }
+        const PlanSummary summary = summarize(spec);
         // The application object outlives this thread; the bridge may not, hence the guard checked over there.
         QMetaObject::invokeMethod(
             QCoreApplication::instance(),

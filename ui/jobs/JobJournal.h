@@ -13,6 +13,7 @@
 // whole one; they live on the home disk, never on the device being copied to.
 #pragma once
 
+#include "EngineBridge.h"
 #include "Paths.h"
 
 #include <QDateTime>
@@ -71,5 +72,9 @@ private:
     QHash<QString, int> locks_; // key -> the descriptor holding its flock
     QString error_;
 };
+
+// What the journal keeps of a copy, and back: the choices that make it the same copy when it is resumed.
+JournalEntry journalEntryFor(const EngineBridge::Options &o);
+EngineBridge::Options optionsFor(const JournalEntry &e);
 
 } // namespace SaneCopy

@@ -103,7 +103,15 @@ private:
         EngineBridge::Options options; // resume: finishing an unfinished copy, whose problems were shown already
         QString journalKey;            // its record, when it has one already
     };
+    QWidget *buildCopyBox(QWidget *parent);
+    QWidget *buildCopies(QWidget *parent);
+    QWidget *buildCharts(QWidget *parent);
+    void connectEngine();
+    void connectWidgets();
+    void mountThenCopy(const QString &block);
     void onPlanned(quint64 requestId, const PlanSummary &plan);
+    void askAboutPlan(const PendingCopy &pending, const PlanSummary &plan);
+    void notifyFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
     void queueCopy(const PendingCopy &copy, const PlanSummary &plan);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
     void settleUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present);
@@ -113,6 +121,7 @@ private:
     void addDolphinHookMenu();
     // File > Quit (Ctrl+Q), Settings, Help > About; Enter presses Copy.
     void addMenus();
+    void addHelpMenu();
     // Settings > Show "Safe Copy" in Dolphin's Places, checked as the places file says when the menu opens.
     void addDolphinPlaceAction(QMenu *settings);
 

@@ -109,24 +109,29 @@ void DestinationPicker::rebuild()
     const int currentKind = combo_->count() ? combo_->currentData(Qt::UserRole + 1).toInt() : -1;
     const bool currentWasDevice = currentKind == DeviceEntry || currentKind == UnmountedEntry;
     combo_->clear();
-    for (const Device &d : devices_) {
-        combo_->addItem(QIcon::fromTheme(QStringLiteral("drive-removable-media-usb")), d.describe(),
-                        d.mounted() ? d.mountPoint : kUnmounted + d.blockDevice);
-        combo_->setItemData(combo_->count() - 1, d.mounted() ? DeviceEntry : UnmountedEntry, Qt::UserRole + 1);
-    }
-    if (!custom_.isEmpty() && combo_->findData(custom_) < 0) {
-        combo_->addItem(QIcon::fromTheme(QStringLiteral("folder")), custom_, custom_);
-        combo_->setItemData(combo_->count() - 1, FolderEntry, Qt::UserRole + 1);
-    }
+    for (const Device &d : devices_)
+        addEntry(QStringLiteral("drive-removable-media-usb"), d.describe(),
+                 d.mounted() ? d.mountPoint : kUnmounted + d.blockDevice, d.mounted() ? DeviceEntry : UnmountedEntry);
+    if (!custom_.isEmpty() && combo_->findData(custom_) < 0)
+        addEntry(QStringLiteral("folder"), custom_, custom_, FolderEntry);
     const QString home = QDir::homePath();
-    if (combo_->findData(home) < 0) {
-        combo_->addItem(QIcon::fromTheme(QStringLiteral("user-home")), tr("Home folder (%1)").arg(home), home);
-        combo_->setItemData(combo_->count() - 1, FolderEntry, Qt::UserRole + 1);
-    }
-    // What is selected stays selected while it exists: a folder the user chose, or a device (another stick
-    // coming or going does not move the selection). Otherwise a stick is chosen only when it is the one there:
-    // with none, or with two, a guess would copy somewhere the user did not say (the home folder, the wrong
-    // stick), so nothing is chosen and Copy waits.
+    if (combo_->findData(home) < 0)
+        addEntry(QStringLiteral("user-home"), tr("Home folder (%1)").arg(home), home, FolderEntry);
+    combo_->setCurrentIndex(entryToKeep(current, currentWasDevice));
+}
+
+void DestinationPicker::addEntry(const QString &icon, const QString &text, const QString &data, int kind)
+{
+    combo_->addItem(QIcon::fromTheme(icon), text, data);
+    combo_->setItemData(combo_->count() - 1, kind, Qt::UserRole + 1);
+}
+
+// What is selected stays selected while it exists: a folder the user chose, or a device (another stick coming or
+// going does not move the selection). Otherwise a stick is chosen only when it is the one there: with none, or
+// with two, a guess would copy somewhere the user did not say (the home folder, the wrong stick), so nothing is
+// chosen and Copy waits.
+int DestinationPicker::entryToKeep(const QString &current, bool currentWasDevice) const
+{
     int keep = (userChose_ || currentWasDevice) && !current.isEmpty() ? combo_->findData(current) : -1;
     if (keep < 0 && current.startsWith(kUnmounted)) {
         // The stick chosen before it was mounted is mounted now: the same stick stays chosen.
@@ -136,7 +141,7 @@ void DestinationPicker::rebuild()
     }
     if (keep < 0 && devices_.size() == 1)
         keep = 0;
-    combo_->setCurrentIndex(keep);
+    return keep;
 }
 
 } // namespace SaneCopy

@@ -43,6 +43,8 @@ Q_SIGNALS:
 
 private:
     void rebuild();
+    void addEntry(const QString &icon, const QString &text, const QString &data, int kind);
+    int entryToKeep(const QString &current, bool currentWasDevice) const;
 
     QComboBox *combo_;
     QToolButton *browse_;

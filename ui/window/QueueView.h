@@ -8,6 +8,7 @@
 #include <QPointer>
 #include <QScrollArea>
 
+class QHBoxLayout;
 class QLabel;
 class QToolButton;
 class QVBoxLayout;
@@ -53,6 +54,10 @@ Q_SIGNALS:
     void safeShown(bool shown);
 
 private:
+    QToolButton *makeButton(const QString &icon, const QString &text);
+    void makeButtons();
+    QHBoxLayout *makeSafeRow();
+    void layOut(QHBoxLayout *safeRow);
     JobModel *model_;
     quint64 jobId_;
     QLabel *safe_;

@@ -17,6 +17,7 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QTreeWidget;
+class QVBoxLayout;
 
 namespace SaneCopy {
 
@@ -47,6 +48,9 @@ private:
     // Headline, problems and buttons for the choice made for the names taken: skipping them may leave room
     // for everything, replacing them may not.
     void showChoice();
+    QString headline(const QStringList &problems, qint64 going) const;
+    void addTakenList(QVBoxLayout *layout);
+    void addButtons(QVBoxLayout *layout);
 
     const PlanSummary plan_;
     const QString destination_;

@@ -11,6 +11,9 @@
 #include <QString>
 #include <QWidget>
 
+class QFontMetrics;
+class QPainter;
+
 namespace SaneCopy {
 
 class TimeSeriesChart : public QWidget {
@@ -50,6 +53,11 @@ protected:
 
 private:
     double dataTop() const;
+    QRect plotArea(const QFontMetrics &fm, int &labelRight) const;
+    void drawYAxis(QPainter &p, const QRect &plot, int labelRight) const;
+    void drawXAxis(QPainter &p, const QRect &plot) const;
+    void drawSeries(QPainter &p, const QRect &plot) const;
+    void drawLegend(QPainter &p, int x) const;
     struct Series {
         QString name;
         QColor color;

@@ -9,6 +9,7 @@
 #include <QFileInfo>
 #include <QStorageInfo>
 #include <algorithm>
+#include <optional>
 
 namespace SaneCopy {
 
@@ -49,17 +50,66 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
     return devices;
 }
 
+namespace {
+
+// "8:17" -> (8, 17); false for anything else.
+bool parseMajorMinor(const QString &entry, unsigned &major, unsigned &minor)
+{
+    const QStringList majmin = entry.split(QLatin1Char(':'));
+    bool okMajor = false, okMinor = false;
+    major = majmin.value(0).toUInt(&okMajor);
+    minor = majmin.value(1).toUInt(&okMinor);
+    return majmin.size() == 2 && okMajor && okMinor;
+}
+
+// sysfs counts 512-byte sectors whatever the device's own; -1 when unknown (Device::size).
+qint64 sizeOf(const QString &sysfsRoot, const QString &entry)
+{
+    QFile sectors(sysfsRoot + QStringLiteral("/dev/block/") + entry + QStringLiteral("/size"));
+    if (!sectors.open(QIODevice::ReadOnly))
+        return -1;
+    bool ok = false;
+    const qint64 n = sectors.readAll().trimmed().toLongLong(&ok);
+    return ok && n > 0 ? n * 512 : -1;
+}
+
+// A removable block device that holds a filesystem, from its udev record; nullopt for anything else (a
+// partition table, swap or an encrypted volume: nothing to copy files into as it is).
+std::optional<Device> deviceFromUdev(const sanecopy::DeviceInfo &info, const QString &udevPath, const LabelLookup &labels)
+{
+    QFile udev(udevPath);
+    if (!udev.open(QIODevice::ReadOnly))
+        return std::nullopt;
+    const QByteArray record = udev.readAll();
+    const std::string_view text(record.constData(), size_t(record.size()));
+    const std::string fsType = sanecopy::parse_udev_fs_type(text);
+    if (fsType.empty() || fsType == "swap" || fsType == "crypto_LUKS")
+        return std::nullopt;
+    Device d;
+    d.blockDevice = QString::fromStdString(info.block_device);
+    d.fsType = QString::fromStdString(fsType);
+    d.removable = true;
+    if (labels)
+        d.name = labels(d.blockDevice);
+    if (d.name.isEmpty())
+        d.name = QString::fromStdString(sanecopy::parse_udev_label(text));
+    if (d.name.isEmpty())
+        d.name = d.blockDevice;
+    return d;
+}
+
+} // namespace
+
 QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> &mounts, const QString &sysfsRoot,
                                         const QString &udevRoot, const LabelLookup &labels)
 {
     QList<Device> devices;
     const std::string root = sysfsRoot.toStdString();
-    const QStringList entries = QDir(sysfsRoot + QStringLiteral("/dev/block")).entryList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot, QDir::Name);
+    const QStringList entries = QDir(sysfsRoot + QStringLiteral("/dev/block"))
+                                    .entryList(QDir::AllEntries | QDir::System | QDir::NoDotAndDotDot, QDir::Name);
     for (const QString &entry : entries) {
-        const QStringList majmin = entry.split(QLatin1Char(':'));
-        bool okMajor = false, okMinor = false;
-        const unsigned major = majmin.value(0).toUInt(&okMajor), minor = majmin.value(1).toUInt(&okMinor);
-        if (majmin.size() != 2 || !okMajor || !okMinor)
+        unsigned major = 0, minor = 0;
+        if (!parseMajorMinor(entry, major, minor))
             continue;
         if (std::any_of(mounts.begin(), mounts.end(),
                         [&](const sanecopy::MountEntry &m) { return m.dev_major == major && m.dev_minor == minor; }))
@@ -67,31 +117,11 @@ QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> 
         sanecopy::DeviceInfo info;
         if (!sanecopy::probe_block_device(major, minor, root, info) || !info.removable)
             continue;
-        QFile udev(udevRoot + QStringLiteral("/b") + entry);
-        if (!udev.open(QIODevice::ReadOnly))
+        std::optional<Device> d = deviceFromUdev(info, udevRoot + QStringLiteral("/b") + entry, labels);
+        if (!d)
             continue;
-        const QByteArray record = udev.readAll();
-        const std::string fsType = sanecopy::parse_udev_fs_type(std::string_view(record.constData(), size_t(record.size())));
-        if (fsType.empty() || fsType == "swap" || fsType == "crypto_LUKS")
-            continue; // a partition table, swap or an encrypted volume: nothing to copy files into as it is
-        Device d;
-        d.blockDevice = QString::fromStdString(info.block_device);
-        d.fsType = QString::fromStdString(fsType);
-        d.removable = true;
-        if (labels)
-            d.name = labels(d.blockDevice);
-        if (d.name.isEmpty())
-            d.name = QString::fromStdString(sanecopy::parse_udev_label(std::string_view(record.constData(), size_t(record.size()))));
-        if (d.name.isEmpty())
-            d.name = d.blockDevice;
-        QFile sectors(sysfsRoot + QStringLiteral("/dev/block/") + entry + QStringLiteral("/size"));
-        if (sectors.open(QIODevice::ReadOnly)) {
-            bool ok = false;
-            const qint64 n = sectors.readAll().trimmed().toLongLong(&ok);
-            if (ok && n > 0)
-                d.size = n * 512; // sysfs counts 512-byte sectors whatever the device's own
-        }
-        devices.append(d);
+        d->size = sizeOf(sysfsRoot, entry);
+        devices.append(*d);
     }
     std::sort(devices.begin(), devices.end(), [](const Device &a, const Device &b) {
         return QString::localeAwareCompare(a.name, b.name) < 0;

@@ -92,6 +92,12 @@ private:
         qint64 copied = 0, renamed = 0, skipped = 0;
         bool verify = false;
     };
+    using RoleReader = QVariant (*)(const JobModel &model, const Row &row);
+    static const QHash<int, RoleReader> &roleReaders();
+    static double durableFraction(const Row &row);
+    static double writtenFraction(const Row &row);
+    static bool canEject(const Row &row);
+    static QString outcomeOf(const Row &row);
     QString summaryOf(const Row &row) const;
     QString statusOf(const Row &row) const;
     void changed(int row);

@@ -136,65 +136,77 @@ QVariant JobModel::data(const QModelIndex &index, int role) const
 {
     if (!index.isValid() || index.row() >= rows_.size())
         return {};
-    const Row &row = rows_[index.row()];
+    const auto reader = roleReaders().constFind(role);
+    return reader == roleReaders().constEnd() ? QVariant() : (*reader)(*this, rows_[index.row()]);
+}
+
+// What each role reads off a row.
+const QHash<int, JobModel::RoleReader> &JobModel::roleReaders()
+{
+    using M = const JobModel &;
+    using R = const Row &;
+    static const QHash<int, RoleReader> readers = {
+        {Qt::DisplayRole, [](M, R r) -> QVariant { return r.title; }},
+        {TitleRole, [](M, R r) -> QVariant { return r.title; }},
+        {StatusRole, [](M m, R r) -> QVariant { return m.statusOf(r); }},
+        {StateRole, [](M, R r) -> QVariant { return r.progress.state; }},
+        {DurableFractionRole, [](M, R r) -> QVariant { return durableFraction(r); }},
+        {WrittenFractionRole, [](M, R r) -> QVariant { return writtenFraction(r); }},
+        {RateRole, [](M, R r) -> QVariant { return r.progress.deviceRate; }},
+        {EtaRole, [](M, R r) -> QVariant { return r.progress.etaSeconds; }},
+        {SafeToUnplugRole, [](M, R r) -> QVariant { return r.finished && r.ok && !r.cancelled; }},
+        {CanEjectRole, [](M, R r) -> QVariant { return canEject(r); }},
+        {MountPointRole, [](M, R r) -> QVariant { return r.mountPoint; }},
+        {BlockDeviceRole, [](M, R r) -> QVariant { return r.blockDevice; }},
+        {ProblemsRole, [](M, R r) -> QVariant { return r.problems; }},
+        {JobIdRole, [](M, R r) -> QVariant { return r.id; }},
+        {OwnDirtyRole, [](M, R r) -> QVariant { return r.progress.ownDirtyBytes; }},
+        {DeviceRemovedRole, [](M, R r) -> QVariant { return r.deviceRemoved; }},
+        {FinishedRole, [](M, R r) -> QVariant { return r.finished; }},
+        {ResultsRole, [](M, R r) -> QVariant { return r.results; }},
+        {RemovableRole, [](M, R r) -> QVariant { return r.removable; }},
+        {SummaryRole, [](M m, R r) -> QVariant { return r.finished ? m.summaryOf(r) : QString(); }},
+        {OutcomeRole, [](M, R r) -> QVariant { return outcomeOf(r); }},
+    };
+    return readers;
+}
+
+double JobModel::durableFraction(const Row &row)
+{
+    // 100 % only after the final sync: until the job has finished, a full count still shows 99.9 %.
+    if (row.finished && row.ok)
+        return 1.0;
     const JobProgress &p = row.progress;
     const double total = double(qMax<qint64>(p.totalBytes, 1));
-    switch (role) {
-    case Qt::DisplayRole:
-    case TitleRole:
-        return row.title;
-    case StatusRole:
-        return statusOf(row);
-    case StateRole:
-        return p.state;
-    case DurableFractionRole:
-        // 100 % only after the final sync: until the job has finished, a full count still shows 99.9 %.
-        if (row.finished && row.ok)
-            return 1.0;
-        return qMin(p.totalBytes > 0 ? double(p.durableBytes) / total : 0.0, row.finished ? 1.0 : 0.999);
-    case WrittenFractionRole:
-        // Once the job has ended nothing is on its way any more: what did not reach the device never will.
-        if (row.finished)
-            return data(index, DurableFractionRole);
-        return qMin(1.0, p.totalBytes > 0 ? double(p.writtenBytes) / total : 0.0);
-    case RateRole:
-        return p.deviceRate;
-    case EtaRole:
-        return p.etaSeconds;
-    case SafeToUnplugRole:
-        return row.finished && row.ok && !row.cancelled;
-    case CanEjectRole:
-        return row.finished && !row.ejected && !row.deviceRemoved && row.removable && !row.blockDevice.isEmpty() &&
-               JobState(p.state) != JobState::Running;
-    case MountPointRole:
-        return row.mountPoint;
-    case BlockDeviceRole:
-        return row.blockDevice;
-    case ProblemsRole:
-        return row.problems;
-    case JobIdRole:
-        return row.id;
-    case OwnDirtyRole:
-        return p.ownDirtyBytes;
-    case DeviceRemovedRole:
-        return row.deviceRemoved;
-    case FinishedRole:
-        return row.finished;
-    case ResultsRole:
-        return row.results;
-    case RemovableRole:
-        return row.removable;
-    case SummaryRole:
-        return row.finished ? summaryOf(row) : QString();
-    case OutcomeRole:
-        if (!row.finished)
-            return QString();
-        return row.cancelled       ? tr("Cancelled")
-               : row.deviceRemoved ? tr("Device removed at %1 %").arg(int(std::floor(100 * double(p.durableBytes) / total)))
-                                   : QString();
-    default:
-        return {};
-    }
+    return qMin(p.totalBytes > 0 ? double(p.durableBytes) / total : 0.0, row.finished ? 1.0 : 0.999);
+}
+
+double JobModel::writtenFraction(const Row &row)
+{
+    // Once the job has ended nothing is on its way any more: what did not reach the device never will.
+    if (row.finished)
+        return durableFraction(row);
+    const JobProgress &p = row.progress;
+    return qMin(1.0, p.totalBytes > 0 ? double(p.writtenBytes) / double(p.totalBytes) : 0.0);
+}
+
+bool JobModel::canEject(const Row &row)
+{
+    return row.finished && !row.ejected && !row.deviceRemoved && row.removable && !row.blockDevice.isEmpty() &&
+           JobState(row.progress.state) != JobState::Running;
+}
+
+// What the bar says instead of a percentage once the job ended unfinished.
+QString JobModel::outcomeOf(const Row &row)
+{
+    if (!row.finished)
+        return QString();
+    if (row.cancelled)
+        return tr("Cancelled");
+    if (!row.deviceRemoved)
+        return QString();
+    const double total = double(qMax<qint64>(row.progress.totalBytes, 1));
+    return tr("Device removed at %1 %").arg(int(std::floor(100 * double(row.progress.durableBytes) / total)));
 }
 
 // "312 MiB in 41 files on the device in 8 s (38.1 MiB/s) · 1 renamed · 2 skipped · 41 verified, read back from the

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A copy from the window's choices to the queue: planned off the GUI thread, asked about when the plan found
+// problems, queued, and at its end notified and ejected.
+#include "MainWindow.h"
+
+#include "DestinationPicker.h"
+#include "Format.h"
+#include "EngineBridge.h"
+#include "JobModel.h"
+#include "Notifier.h"
+#include "PlanDialog.h"
+#include "PlasmaJobViews.h"
+#include "QueueView.h"
+#include "QuestionDialogs.h"
+#include "SourceDropArea.h"
+#include "Udisks.h"
+
+#include <QCheckBox>
+#include <QFile>
+#include <QFileInfo>
+#include <QLabel>
+#include <QPushButton>
+#include <QSystemTrayIcon>
+#include <QToolButton>
+
+namespace SaneCopy {
+
+void MainWindow::applyCommandLine(const CommandLine &cmd)
+{
+    sources_->addSources(cmd.files);
+    if (cmd.move)
+        move_->setChecked(true);
+    if (!cmd.destination.isEmpty())
+        destination_->setDestination(QFile::decodeName(cmd.destination));
+    if (cmd.startNow())
+        startCopy();
+    else if (!cmd.files.isEmpty())
+        destination_->setFocus(Qt::OtherFocusReason);
+    updateHint();
+}
+
+void MainWindow::updateHint()
+{
+    const int n = int(sources_->sources().size());
+    copy_->setEnabled(n > 0 && !(destination_->destination().isEmpty() && destination_->deviceToMount().isEmpty()));
+    if (n == 0)
+        hint_->setText(tr("Drop files or folders above, or add them with the buttons."));
+    else
+        hint_->setText((n == 1 ? tr("Choose where to copy 1 item, then press Copy.")
+                               : tr("Choose where to copy %1 items, then press Copy.").arg(n)) +
+                       QLatin1Char(' ') +
+                       tr("The copy runs at the device's own speed; when it says done, the data is on the device."));
+}
+
+void MainWindow::startCopy()
+{
+    const PathList sources = sources_->sources();
+    const QByteArray destination = QFile::encodeName(destination_->destination());
+    if (sources.isEmpty())
+        return;
+    if (destination.isEmpty()) {
+        mountThenCopy(destination_->deviceToMount());
+        return;
+    }
+    const quint64 id = nextPlan_++;
+    PendingCopy copy;
+    copy.options.sources = sources;
+    copy.options.destination = destination;
+    copy.options.verify = verify_->isChecked();
+    copy.options.move = move_->isChecked();
+    copy.options.manifest = manifest_->isChecked();
+    planning_.insert(id, copy);
+    copy_->setEnabled(false);
+    hint_->setText(tr("Checking the destination…"));
+    bridge_->planAsync(id, sources, destination);
+}
+
+// A stick nobody mounted yet: UDisks2 mounts it where the desktop would, then the copy goes on.
+void MainWindow::mountThenCopy(const QString &block)
+{
+    if (block.isEmpty())
+        return;
+    copy_->setEnabled(false);
+    hint_->setText(tr("Mounting the stick…"));
+    Udisks::mount(block, this, [this](bool ok, const QString &mountPointOrMessage) {
+        if (!ok) {
+            updateHint();
+            hint_->setText(mountPointOrMessage);
+            return;
+        }
+        destination_->refreshDevices();
+        destination_->setDestination(mountPointOrMessage);
+        startCopy();
+    });
+}
+
+void MainWindow::onPlanned(quint64 requestId, const PlanSummary &plan)
+{
+    if (!planning_.contains(requestId))
+        return;
+    PendingCopy copy = planning_.take(requestId);
+    updateHint();
+    // A resumed copy's problems were shown when it was first queued; much of it is on the device already.
+    if (copy.options.resume || (plan.problemsFor(-1).isEmpty() && plan.taken.isEmpty()))
+        queueCopy(copy, plan);
+    else
+        askAboutPlan(copy, plan);
+}
+
+// Problems and names already taken are shown before the first byte is written, and the user decides. The list
+// of what to copy stays until a copy is queued: Cancel or another destination keep it.
+void MainWindow::askAboutPlan(const PendingCopy &pending, const PlanSummary &plan)
+{
+    auto *dialog = new PlanDialog(plan, displayPath(pending.options.destination), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setWindowModality(Qt::WindowModal);
+    connect(dialog, &QDialog::finished, this, [this, dialog, copy = pending, plan]() mutable {
+        switch (dialog->choice()) {
+        case PlanDialog::Choice::Copy:
+        case PlanDialog::Choice::CopyWithSafeNames:
+            copy.options.renameInvalid = dialog->choice() == PlanDialog::Choice::CopyWithSafeNames;
+            copy.options.fitToSpace = dialog->room().fitFiles >= 0;
+            // One answer for every name already taken; "ask for each" leaves the questions to come file by file.
+            if (!dialog->askForEach()) {
+                copy.options.conflict = dialog->conflictPolicy();
+                copy.options.askOnConflict = false;
+            }
+            queueCopy(copy, plan);
+            break;
+        case PlanDialog::Choice::Elsewhere:
+            destination_->browseButton()->setFocus(Qt::OtherFocusReason);
+            hint_->setText(tr("Choose another destination for the same files, then press Copy."));
+            break;
+        case PlanDialog::Choice::None:
+            break;
+        }
+    });
+    dialog->open();
+    Q_EMIT problemsShown(dialog->problems());
+}
+
+void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
+{
+    const EngineBridge::Options &options = copy.options;
+    if (!options.resume)
+        sources_->clear(); // queued: the list is free for the next copy
+    updateHint();
+    QString key = copy.journalKey;
+    if (key.isEmpty())
+        key = journal_->record(journalEntryFor(options));
+    const quint64 jobId = bridge_->submit(options);
+    journalKeys_.insert(jobId, key);
+    const QString what = options.sources.size() == 1 ? QFileInfo(displayPath(options.sources.first())).fileName()
+                                                     : tr("%1 items").arg(options.sources.size());
+    const QString dest = displayPath(options.destination);
+    const QString where = QFileInfo(dest).fileName().isEmpty() ? dest : QFileInfo(dest).fileName();
+    model_->addJob(jobId, options.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),
+                   dest, plan.mountPoint, plan.blockDevice, plan.removable);
+    model_->setVerify(jobId, options.verify);
+    jobViews_->addJob(jobId, options.sources.size() == 1 ? displayPath(options.sources.first()) : what, dest);
+    Q_EMIT jobQueued(jobId);
+}
+
+void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes)
+{
+    questions_->memory().forget(jobId);
+    // A copy whose stick was pulled is unfinished: its record stays for the next start. Any other end is an end.
+    const QString key = journalKeys_.take(jobId);
+    const int jobRow = model_->rowOf(jobId);
+    // Plasma's view ends with the job: an error text only for a failure (a cancel is the user's own doing).
+    jobViews_->onFinished(jobId, ok || cancelled || jobRow < 0 ? QString()
+                                                               : model_->index(jobRow).data(JobModel::StatusRole).toString());
+    if (jobRow >= 0 && model_->index(jobRow).data(JobModel::DeviceRemovedRole).toBool())
+        journal_->release(key);
+    else
+        journal_->forget(key);
+    if (closeWhenIdle_ && !model_->anyRunning()) {
+        closeNow_ = true;
+        close();
+    }
+    // Copying in the background, and the last copy is done (its notification said so): nothing is left to show.
+    if (tray_ && tray_->isVisible() && !isVisible() && !model_->anyRunning()) {
+        tray_->hide();
+        Q_EMIT backgroundCopiesDone();
+    }
+    destination_->refreshDevices(); // the free space changed
+    notifyFinished(jobId, ok, cancelled, bytes);
+}
+
+void MainWindow::notifyFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes)
+{
+    const int row = model_->rowOf(jobId);
+    if (row < 0)
+        return;
+    const QModelIndex i = model_->index(row);
+    const bool removable = !i.data(JobModel::BlockDeviceRole).toString().isEmpty() && i.data(JobModel::CanEjectRole).toBool();
+    const QString title = i.data(JobModel::TitleRole).toString();
+    sendNotification(i.data(JobModel::DeviceRemovedRole).toBool()
+                         ? removedNotification(title)
+                         : notificationFor(title, ok, cancelled, bytes, removable,
+                                           i.data(JobModel::SummaryRole).toString()));
+}
+
+void MainWindow::eject(quint64 jobId)
+{
+    const int row = model_->rowOf(jobId);
+    if (row < 0)
+        return;
+    const QString block = model_->index(row).data(JobModel::BlockDeviceRole).toString();
+    model_->setEjected(jobId, false, tr("Ejecting…"));
+    Udisks::eject(block, this, [this, jobId](bool ok, const QString &message) { model_->setEjected(jobId, ok, message); });
+}
+
+} // namespace SaneCopy
