@@ -55,7 +55,7 @@ extern "C" Q_DECL_EXPORT int kdemain(int argc, char **argv)
         return -1;
     }
     ExitCleanup::installHook();
-    sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/sys.h)
+    sanecopy::raise_open_file_limit(); // batches of small files hold a descriptor each (engine/base/sys.h)
     SaneCopyWorker worker(argv[2], argv[3]);
     worker.dispatchLoop();
     return 0;

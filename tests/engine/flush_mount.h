@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
 // FlushMount: a vfat mount with "flush" (as UDisks2 mounts FAT sticks) as the syscall seam sees it, for the tests of
-// the background closes (engine/background_closer.h).
+// the background closes (engine/file/background_closer.h).
 #pragma once
 
 #include "fault_syscalls.h"

@@ -317,7 +317,7 @@ def scenario_big(fs):
     tap(rc == 0, f"{fs}: big file: sanecp exits 0", err.strip()[:200])
     tap(filecmp.cmp(src, f"{MNT}/big.bin", shallow=False), f"{fs}: big file: byte-identical on the stick")
     # The request counts above are part of the story: on vfat a file's fdatasync alone would write the FAT in
-    # ~480 separate small requests (engine/device_probe.h, DataSync), which cost a stick more than the data.
+    # ~480 separate small requests (engine/device/device_probe.h, DataSync), which cost a stick more than the data.
     tap(secs <= BIG_RATIO * (1 + NOISE) * best,
         f"{fs}: big file: time to durable <= {BIG_RATIO}x the better of dd and cp + sync (+{NOISE:.0%} noise)",
         f"{secs:.2f} s against {best:.2f} s")
