@@ -287,8 +287,8 @@ using Interruption = std::shared_ptr<std::atomic<int>>;
 // SIGHUP (the session ending, not the user changing their mind) interrupt: what is on the device stays for a
 // rerun with --resume. The signals are taken by one thread with sigwait, so no engine thread is interrupted in a
 // system call; they were blocked in every thread before any was started (block_stop_signals).
-void watch_signals(sigset_t signals, std::shared_ptr<Job> job, std::shared_ptr<Printer> printer,
-                   Interruption interrupted_by)
+void watch_signals(sigset_t signals, const std::shared_ptr<Job> &job, const std::shared_ptr<Printer> &printer,
+                   const Interruption &interrupted_by)
 {
     std::thread([signals, job, printer, interrupted_by]() mutable {
         int sig = 0;
@@ -345,7 +345,9 @@ int run_copy(const JobSpec &spec, bool json)
 
 } // namespace
 
-int main(int argc, char **argv)
+// CLI11 reports a bad command line by exceptions, caught around parse(); any other would be a bug that should end
+// the program loudly.
+int main(int argc, char **argv) // NOLINT(bugprone-exception-escape)
 {
     CLI::App app{"Copies files at the device's own speed. When sanecp returns, the data is on the device: "
                  "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links.",

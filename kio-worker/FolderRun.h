@@ -22,6 +22,8 @@
 // Thread-safe: the idle settle runs on a thread of its own.
 #pragma once
 
+#include "units.h"
+
 #include "fd.h"
 #include "incremental_batch.h"
 #include "result.h"
@@ -45,7 +47,7 @@ class FolderRun
 public:
     static constexpr std::chrono::milliseconds kIdle{250};
     // Two groups of at most 128 files and 4 MiB: under a second of a slow stick's writing.
-    static constexpr sanecopy::BatchLimits kLimits{4 * 1024 * 1024, 128};
+    static constexpr sanecopy::BatchLimits kLimits{4 * sanecopy::kMiB, 128};
 
     explicit FolderRun(std::shared_ptr<sanecopy::BackgroundCloser> closer);
     ~FolderRun(); // shutdown()

@@ -94,8 +94,9 @@ SaneCopyWorker::Resolved SaneCopyWorker::resolve(const QUrl &url, bool creating)
     Resolved r;
     const auto onDevice = devicePathFromUrl(url);
     if (!onDevice) {
-        r.path = localPathFromUrl(url);
-        if (!r.path)
+        if (std::optional<QByteArray> local = localPathFromUrl(url))
+            r.path = *local;
+        else
             r.error = malformed(url);
         return r;
     }
@@ -141,7 +142,7 @@ SaneCopyWorker::ResolvedPair SaneCopyWorker::resolvePair(const QUrl &src, const 
     else if (from.deviceRoot || to.deviceRoot)
         pair.error = deviceIsNoFile();
     else
-        pair = {*from.path, *to.path, std::nullopt};
+        pair = {from.path, to.path, std::nullopt};
     return pair;
 }
 

@@ -63,7 +63,7 @@ private:
     // through the device named NAME's mount point. |error| is set when there is none (a malformed URL, a device that
     // is not plugged in, the device list itself, which holds no files).
     struct Resolved {
-        std::optional<QByteArray> path; // set unless |error| is
+        QByteArray path; // empty when |error| is set
         std::optional<KIO::WorkerResult> error;
         bool deviceRoot = false; // sanecopy://devices/NAME itself
     };

@@ -35,7 +35,7 @@ QString decodeFileName(const QByteArray &bytes)
 {
     // Valid UTF-8 survives a round trip through QString unchanged; anything else (a stray byte, an overlong
     // form, a leading BOM that fromUtf8 drops) does not.
-    const QString text = QString::fromUtf8(bytes);
+    QString text = QString::fromUtf8(bytes);
     if (text.toUtf8() == bytes)
         return text;
     QString out;
@@ -130,7 +130,8 @@ std::optional<DevicePath> devicePathFromUrl(const QUrl &url)
     if (path.contains('\0') || (!path.isEmpty() && path.front() != '/'))
         return std::nullopt;
     QList<QByteArray> parts;
-    for (const QByteArray &part : path.split('/')) {
+    const QList<QByteArray> pieces = path.split('/');
+    for (const QByteArray &part : pieces) {
         if (part.isEmpty())
             continue;
         // The device's name is the boundary: "STICK/../other" must not climb out of the stick.

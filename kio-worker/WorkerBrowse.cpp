@@ -151,24 +151,24 @@ KIO::WorkerResult SaneCopyWorker::stat(const QUrl &url)
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     if (pathTarget.deviceRoot) {
         for (const sanecopy::RemovableMount &d : removableDevicesNow()) {
             KIO::UDSEntry entry;
-            if (fromStd(d.mount_point) == *path && fillDeviceEntry(entry, d)) {
+            if (fromStd(d.mount_point) == path && fillDeviceEntry(entry, d)) {
                 statEntry(entry);
                 return KIO::WorkerResult::pass();
             }
         }
     }
-    const auto [dir, name] = splitPath(*path);
+    const auto [dir, name] = splitPath(path);
     UniqueFd dirfd(sys().openat(AT_FDCWD, dir.constData(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0));
     if (!dirfd)
-        return failWith(FileOp::Stat, errno, *path);
+        return failWith(FileOp::Stat, errno, path);
     KIO::UDSEntry entry;
     const QByteArray statName = name.isEmpty() ? QByteArrayLiteral(".") : name;
     if (!fillEntry(entry, dirfd.get(), statName, name.isEmpty() ? QStringLiteral("/") : decodeFileName(name)))
-        return failWith(FileOp::Stat, errno, *path);
+        return failWith(FileOp::Stat, errno, path);
     statEntry(entry);
     return KIO::WorkerResult::pass();
 }
@@ -184,23 +184,23 @@ KIO::WorkerResult SaneCopyWorker::mimetype(const QUrl &url)
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     struct stat st {};
-    if (::stat(path->constData(), &st) < 0)
-        return failWith(FileOp::Stat, errno, *path);
+    if (::stat(path.constData(), &st) < 0)
+        return failWith(FileOp::Stat, errno, path);
     if (S_ISDIR(st.st_mode)) {
         mimeType(QStringLiteral("inode/directory"));
         return KIO::WorkerResult::pass();
     }
     // The name and the first bytes, never the whole file: the default would get() all of it from a slow stick.
     QByteArray head;
-    UniqueFd fd(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0));
+    UniqueFd fd(sys().openat(AT_FDCWD, path.constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0));
     if (fd && S_ISREG(st.st_mode)) {
         head.resize(4096);
         const ssize_t n = sys().pread(fd.get(), head.data(), std::size_t(head.size()), 0);
         head.resize(n > 0 ? int(n) : 0);
     }
-    const QString name = decodeFileName(splitPath(*path).second);
+    const QString name = decodeFileName(splitPath(path).second);
     mimeType(QMimeDatabase().mimeTypeForFileNameAndData(name, head).name());
     return KIO::WorkerResult::pass();
 }
@@ -214,13 +214,13 @@ KIO::WorkerResult SaneCopyWorker::listDir(const QUrl &url)
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
-    UniqueFd dir(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+    const QByteArray &path = pathTarget.path;
+    UniqueFd dir(sys().openat(AT_FDCWD, path.constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
     if (!dir)
-        return failWith(FileOp::List, errno, *path);
+        return failWith(FileOp::List, errno, path);
     std::vector<std::string> names;
     if (sys().list_dir(dir.get(), names) < 0)
-        return failWith(FileOp::List, errno, *path);
+        return failWith(FileOp::List, errno, path);
     // "." describes the folder itself; KDirLister takes the view's root item from it.
     KIO::UDSEntry self;
     if (fillEntry(self, dir.get(), QByteArrayLiteral("."), QStringLiteral(".")))
@@ -240,10 +240,10 @@ KIO::WorkerResult SaneCopyWorker::fileSystemFreeSpace(const QUrl &url)
     const Resolved pathTarget = settleAndResolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     struct statvfs vfs {};
-    if (::statvfs(path->constData(), &vfs) < 0)
-        return failWith(FileOp::Stat, errno, *path);
+    if (::statvfs(path.constData(), &vfs) < 0)
+        return failWith(FileOp::Stat, errno, path);
     setMetaData(QStringLiteral("total"), QString::number(qulonglong(vfs.f_blocks) * vfs.f_frsize));
     setMetaData(QStringLiteral("available"), QString::number(qulonglong(vfs.f_bavail) * vfs.f_frsize));
     return KIO::WorkerResult::pass();

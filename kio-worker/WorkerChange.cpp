@@ -25,14 +25,14 @@ KIO::WorkerResult SaneCopyWorker::mkdir(const QUrl &url, int permissions)
     const Resolved pathTarget = resolve(url, true);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
-    if (::mkdir(path->constData(), 0777) < 0)
-        return failWith(FileOp::Mkdir, errno, *path);
-    if (permissions != -1 && ::chmod(path->constData(), mode_t(permissions)) < 0)
-        return failWith(FileOp::Chmod, errno, *path);
-    syncParent(*path);
+    const QByteArray &path = pathTarget.path;
+    if (::mkdir(path.constData(), 0777) < 0)
+        return failWith(FileOp::Mkdir, errno, path);
+    if (permissions != -1 && ::chmod(path.constData(), mode_t(permissions)) < 0)
+        return failWith(FileOp::Chmod, errno, path);
+    syncParent(path);
     // KIO's CopyJob makes a dropped folder's folders before it copies their files: those may join the run.
-    if (const sanecopy::Status s = run_->folderMade(toStd(*path)); !s.ok())
+    if (const sanecopy::Status s = run_->folderMade(toStd(path)); !s.ok())
         return failWithStatus(FileOp::Write, s, fromStd(s.path()));
     return KIO::WorkerResult::pass();
 }
@@ -44,14 +44,14 @@ KIO::WorkerResult SaneCopyWorker::del(const QUrl &url, bool isFile)
         return *pathTarget.error;
     if (pathTarget.deviceRoot)
         return deviceIsNoFile();
-    const auto &path = pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     // No sync here: KIO's DeleteJob removes a tree one entry at a time, and a sync per entry would make deleting
     // a folder of small files crawl; a removal left unwritten loses nothing.
     if (isFile) {
-        if (sys().unlinkat(AT_FDCWD, path->constData(), 0) < 0)
-            return failWith(FileOp::Remove, errno, *path);
-    } else if (sys().unlinkat(AT_FDCWD, path->constData(), AT_REMOVEDIR) < 0) {
-        return failWith(FileOp::RemoveDir, errno, *path);
+        if (sys().unlinkat(AT_FDCWD, path.constData(), 0) < 0)
+            return failWith(FileOp::Remove, errno, path);
+    } else if (sys().unlinkat(AT_FDCWD, path.constData(), AT_REMOVEDIR) < 0) {
+        return failWith(FileOp::RemoveDir, errno, path);
     }
     return KIO::WorkerResult::pass();
 }
@@ -91,7 +91,7 @@ KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO:
     struct stat st {};
     if (::lstat(from.constData(), &st) < 0)
         return failWith(FileOp::Rename, errno, from);
-    const KIO::WorkerResult renamed = (flags & KIO::Overwrite) ? renameReplacing(from, to) : renameKeeping(from, to, st);
+    KIO::WorkerResult renamed = (flags & KIO::Overwrite) ? renameReplacing(from, to) : renameKeeping(from, to, st);
     if (!renamed.success())
         return renamed;
     syncParent(to);
@@ -128,17 +128,17 @@ KIO::WorkerResult SaneCopyWorker::symlink(const QString &target, const QUrl &des
     const Resolved pathTarget = resolve(dest, true);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     const QByteArray linkTarget = encodeFileName(target);
-    if (sys().symlinkat(linkTarget.constData(), AT_FDCWD, path->constData()) < 0) {
+    if (sys().symlinkat(linkTarget.constData(), AT_FDCWD, path.constData()) < 0) {
         if (errno != EEXIST)
-            return failWith(FileOp::Symlink, errno, *path);
-        if (!(flags & KIO::Overwrite) || isDir(*path))
-            return failExists(*path);
-        if (sys().unlinkat(AT_FDCWD, path->constData(), 0) < 0)
-            return failWith(FileOp::Symlink, errno, *path);
-        if (sys().symlinkat(linkTarget.constData(), AT_FDCWD, path->constData()) < 0)
-            return failWith(FileOp::Symlink, errno, *path);
+            return failWith(FileOp::Symlink, errno, path);
+        if (!(flags & KIO::Overwrite) || isDir(path))
+            return failExists(path);
+        if (sys().unlinkat(AT_FDCWD, path.constData(), 0) < 0)
+            return failWith(FileOp::Symlink, errno, path);
+        if (sys().symlinkat(linkTarget.constData(), AT_FDCWD, path.constData()) < 0)
+            return failWith(FileOp::Symlink, errno, path);
     }
     return KIO::WorkerResult::pass();
 }
@@ -148,9 +148,9 @@ KIO::WorkerResult SaneCopyWorker::chmod(const QUrl &url, int permissions)
     const Resolved pathTarget = settleAndResolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
-    if (::chmod(path->constData(), mode_t(permissions)) < 0)
-        return failWith(FileOp::Chmod, errno, *path);
+    const QByteArray &path = pathTarget.path;
+    if (::chmod(path.constData(), mode_t(permissions)) < 0)
+        return failWith(FileOp::Chmod, errno, path);
     return KIO::WorkerResult::pass();
 }
 
@@ -159,11 +159,11 @@ KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDa
     const Resolved pathTarget = resolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
-    const auto &path = pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     // KIO's CopyJob sets the times of the folders it made after the last file and before it reports the job
     // done: the folder run ends here, in this process and in any other that holds files for this device.
     const sanecopy::Status held = run_->end();
-    FolderRun::waitForOthers(toStd(*path));
+    FolderRun::waitForOthers(toStd(path));
     if (!held.ok()) {
         // CopyJob ignores a failed setModificationTime (FAT can't keep every time), so the loss is said as a
         // warning too, which the job's dialog shows.
@@ -171,11 +171,11 @@ KIO::WorkerResult SaneCopyWorker::setModificationTime(const QUrl &url, const QDa
         return failWithStatus(FileOp::Write, held, fromStd(held.path()));
     }
     struct timespec times[2] = {{0, UTIME_OMIT}, toTimespec(mtime)};
-    if (sys().utimensat(AT_FDCWD, path->constData(), times, 0) < 0)
-        return failWith(FileOp::SetTime, errno, *path);
+    if (sys().utimensat(AT_FDCWD, path.constData(), times, 0) < 0)
+        return failWith(FileOp::SetTime, errno, path);
     // KIO's CopyJob sets the folders' times after their last file is done, so the copy's durability covers
     // these too only if they are written now.
-    UniqueFd fd(sys().openat(AT_FDCWD, path->constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0));
+    UniqueFd fd(sys().openat(AT_FDCWD, path.constData(), O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0));
     if (fd)
         sys().fsync(fd.get());
     return KIO::WorkerResult::pass();

@@ -4,6 +4,8 @@
 // not for use outside the worker.
 #pragma once
 
+#include "units.h"
+
 #include <KIO/WorkerBase>
 
 #include <QByteArray>
@@ -20,7 +22,7 @@ namespace SaneCopyKio {
 
 using namespace std::chrono_literals;
 constexpr auto kProgressPeriod = 200ms;         // KIO passes progress on at about this rate anyway
-constexpr std::size_t kReadBlock = 1024 * 1024; // get(): one data() message per block
+constexpr std::size_t kReadBlock = sanecopy::kMiB; // get(): one data() message per block
 
 KIO::WorkerResult malformed(const QUrl &url);
 std::string toStd(const QByteArray &bytes);

@@ -33,7 +33,7 @@ KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
     const Resolved pathTarget = settleAndResolve(url);
     if (pathTarget.error)
         return *pathTarget.error;
-    const QByteArray &path = *pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     UniqueFd fd;
     struct stat st {};
     if (KIO::WorkerResult opened = openForReading(path, fd, st); !opened.success())
@@ -105,7 +105,7 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
     const Resolved pathTarget = settleAndResolve(url, true);
     if (pathTarget.error)
         return *pathTarget.error;
-    const QByteArray &path = *pathTarget.path;
+    const QByteArray &path = pathTarget.path;
     const sanecopy::StreamOptions options = streamOptions(path, permissions, flags);
     qCDebug(SANECOPY_KIO) << "put" << displayPath(path) << "through a stream writer";
     sanecopy::ProgressCounters counters;

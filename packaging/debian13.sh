@@ -48,6 +48,8 @@ packages=(
     # sandbox (eu-strip, and AppStream's compose, which reads the SVG icon through librsvg's gdk-pixbuf loader);
     # the stand-ins for Plasma's job view server and the notification server that the sandboxed app talks to.
     flatpak elfutils librsvg2-common python3-dbus python3-gi
+    # The house's checks (packaging/lint.sh): clang-tidy and clazy, and a venv for lizard, which Debian lacks.
+    clang-tidy clazy clang-format python3-venv
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker.
 deb_test_packages=(kde-cli-tools)
@@ -245,6 +247,22 @@ run_ctest() {
     return "$rc"
 }
 
+# The house's checks on the build in the root (packaging/lint.py): rooms, lizard, clang-tidy, clazy. What came out
+# clean is remembered in $cache/lint, outside the checkout.
+run_lint() {
+    local r=$cache/root
+    mkdir -p "$cache/lint"
+    bind "$cache/lint" "$r/var/cache/sanecopy-lint"
+    # lizard comes from PyPI through pip, which trusts what the host trusts (a proxy's CA too).
+    local ca=()
+    if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+        cp /etc/ssl/certs/ca-certificates.crt "$cache/lint/host-ca.crt"
+        ca=(PIP_CERT=/var/cache/sanecopy-lint/host-ca.crt)
+    fi
+    log "the house's checks: rooms, lizard, clang-tidy, clazy"
+    in_root "$r" env "${ca[@]}" python3 /src/packaging/lint.py /src /build /var/cache/sanecopy-lint
+}
+
 # The .deb in a clean Debian 13 root: apt resolves its dependencies from the mirror, and kioclient copies through
 # the worker from where the package put it, with no QT_PLUGIN_PATH.
 deb_test() {
@@ -385,23 +403,31 @@ shell)
     bind "$here" "$cache/root/src" ro
     in_root "$cache/root" bash -i || true
     ;;
+lint)
+    prepare
+    build_checkout
+    run_lint
+    ;;
 test)
     start=$SECONDS
     prepare
     build_and_pack
     rc=0
     run_ctest "$@" || rc=$?
+    lint_rc=0
+    run_lint || lint_rc=$?
     leave
     deb_rc=0
     deb_test || deb_rc=$?
     echo
     echo "== debian13: ctest: ${ctest_summary:-no summary}"
     echo "== debian13: .deb in a clean root: $([ "$deb_rc" -eq 0 ] && echo passed || echo FAILED)"
+    echo "== debian13: the house's checks (packaging/lint.py): $([ "$lint_rc" -eq 0 ] && echo passed || echo FAILED)"
     echo "== debian13: $((SECONDS - start)) s"
-    [ "$rc" -eq 0 ] && [ "$deb_rc" -eq 0 ]
+    [ "$rc" -eq 0 ] && [ "$deb_rc" -eq 0 ] && [ "$lint_rc" -eq 0 ]
     ;;
 *)
-    echo "usage: $0 test [ctest options] | usb [NAME,...] | flatpak | root | shell | dolphin-screenshot OUT.png" >&2
+    echo "usage: $0 test [ctest options] | lint | usb [NAME,...] | flatpak | root | shell | dolphin-screenshot OUT.png" >&2
     exit 2
     ;;
 esac

@@ -187,7 +187,7 @@ std::string parse_udev_model(std::string_view udev_data)
         return std::string();
     };
     const std::string vendor = field("ID_VENDOR_ENC", "ID_VENDOR");
-    const std::string model = field("ID_MODEL_ENC", "ID_MODEL");
+    std::string model = field("ID_MODEL_ENC", "ID_MODEL");
     if (vendor.empty() || model.rfind(vendor, 0) == 0) // "Kingston DataTraveler" already names its maker
         return model;
     return model.empty() ? vendor : vendor + " " + model;
@@ -258,6 +258,7 @@ RemovableMount describe(const MountEntry &m, const DeviceInfo &info, std::string
 void tell_apart(std::vector<RemovableMount> &out)
 {
     std::vector<std::string> base;
+    base.reserve(out.size());
     for (const RemovableMount &r : out)
         base.push_back(r.name);
     for (RemovableMount &r : out)

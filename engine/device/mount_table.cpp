@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The mount table: /proc/self/mountinfo parsed, the mount that holds a path, and its options.
 #include "device_probe.h"
+#include "units.h"
 #include "probe_detail.h"
 
 #include "fd.h"
@@ -207,8 +208,8 @@ std::optional<std::string> read_kernel_text(const std::string &path)
         return std::nullopt;
     UniqueFd fd(raw);
     // st_size of these files is 0 or a page, never the truth: read until EOF.
-    constexpr size_t kChunk = 64 * 1024;
-    constexpr size_t kLimit = 16 * 1024 * 1024;
+    constexpr size_t kChunk = 64 * kKiB;
+    constexpr size_t kLimit = 16 * kMiB;
     std::string text;
     for (;;) {
         size_t have = text.size();

@@ -11,19 +11,21 @@
 // budget allows.
 #pragma once
 
+#include "units.h"
+
 #include <cstdint>
 
 namespace sanecopy {
 
 struct ChunkLimits {
     double target_seconds = 0.125;               // device time per chunk: the 0.1–0.25 s band, low end
-    uint64_t min_chunk = 256 * 1024;
-    uint64_t max_chunk = 8 * 1024 * 1024;
-    uint64_t start_chunk = 1024 * 1024;           // before the first measurement
-    uint64_t max_in_flight = 24 * 1024 * 1024;    // windows + the chunk being sent; well under 32 MiB
+    uint64_t min_chunk = 256 * kKiB;
+    uint64_t max_chunk = 8 * kMiB;
+    uint64_t start_chunk = kMiB;           // before the first measurement
+    uint64_t max_in_flight = 24 * kMiB;    // windows + the chunk being sent; well under 32 MiB
     unsigned min_windows = 2;                     // fewer than two and the device idles between chunks
     unsigned max_windows = 8;
-    uint64_t align = 64 * 1024;                   // chunk sizes stay page- and extent-friendly
+    uint64_t align = 64 * kKiB;                   // chunk sizes stay page- and extent-friendly
 
     // These limits made consistent, so every plan stays inside them: align at least a page; min_chunk a
     // multiple of align; max_chunk and start_chunk within [min_chunk, ...]; at least one window and

@@ -237,6 +237,7 @@ Status write_job_manifest(const std::string &manifest_path,
     const std::string path = absolute_normal(manifest_path);
     const std::string dir = split_path(path).first;
     std::vector<ManifestEntry> entries;
+    entries.reserve(files.size());
     for (const auto &[target, digest] : files)
         entries.push_back({manifest_name(dir, absolute_normal(target)), digest});
     return write_manifest(path, entries);

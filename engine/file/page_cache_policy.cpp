@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "page_cache_policy.h"
+#include "units.h"
 
 #include <sys/stat.h>
 
@@ -34,7 +35,7 @@ SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(siz
         return;
     // Readahead doubles its window under SEQUENTIAL; a failure only costs speed. A file that fits in the
     // default window gains nothing from it.
-    constexpr uint64_t kDefaultReadahead = 128 * 1024;
+    constexpr uint64_t kDefaultReadahead = 128 * kKiB;
     if (size_ > kDefaultReadahead)
         sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
     if (!evict_)

@@ -34,6 +34,8 @@
 // Onto tmpfs nothing is synced or evicted: memory is the device.
 #pragma once
 
+#include "units.h"
+
 #include "device_probe.h"
 #include "result.h"
 
@@ -49,7 +51,7 @@ namespace sanecopy {
 
 // DONTNEED drops only folios that lie wholly inside its range, and the page cache may hold a file in folios of
 // up to this size (readahead, large-folio filesystems): a drop goes back this far over where the last one ended.
-inline constexpr uint64_t kLargestFolio = 2 * 1024 * 1024;
+inline constexpr uint64_t kLargestFolio = 2 * kMiB;
 
 // Drops the pages of a written file once they are clean (its data is durable). DONTNEED skips dirty pages, so
 // calling it earlier only wastes a system call.

@@ -175,7 +175,7 @@ void SmallFileBatch::hand_off()
 // A group's data is on the device (or |synced| says why not): count it, drop its pages, verify and rename; each
 // file is closed before its rename, or with a closer once its name is durable too (publish_group). Returns the
 // files renamed, whose renames are yet to be made durable.
-SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, Status synced)
+SmallFileBatch::Group SmallFileBatch::settle_data(Group &group, const Status &synced)
 {
     std::vector<BatchedFile *> durable;
     for (BatchedFile &f : group.files) {

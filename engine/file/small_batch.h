@@ -26,6 +26,8 @@
 // which makes its names durable with that group's data (one syncfs a group). The job never waits for a close.
 #pragma once
 
+#include "units.h"
+
 #include "device_probe.h"
 #include "fd.h"
 #include "manifest.h"
@@ -60,7 +62,7 @@ struct BatchedFile {
 };
 
 struct BatchLimits {
-    uint64_t max_bytes = 12 * 1024 * 1024;
+    uint64_t max_bytes = 12 * kMiB;
     std::size_t max_files = 4096;
 };
 
@@ -104,7 +106,7 @@ private:
     };
     std::pair<int, std::string> key(const BatchedFile &f) const;
     void hand_off();
-    Group settle_data(Group &group, Status synced);
+    Group settle_data(Group &group, const Status &synced);
     void settle_inline(Group &group);
     void queue_names(Group named);
     void publish_group(Group &group, const Status &names_synced);

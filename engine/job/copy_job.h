@@ -10,6 +10,8 @@
 // a real name and no part file is left behind.
 #pragma once
 
+#include "units.h"
+
 #include "chunk_controller.h"
 #include "conflict.h"
 #include "destination.h"
@@ -40,8 +42,8 @@ struct JobSpec {
     std::string destination;
     DestinationRule rule = DestinationRule::FollowCp;
     ConflictPolicy conflict = ConflictPolicy::Refuse;
-    uint64_t small_file_limit = 1024 * 1024;      // files up to this size are batched (small_batch.h)
-    uint64_t batch_bytes = 12 * 1024 * 1024;      // two groups' bytes stay within the dirty budget
+    uint64_t small_file_limit = kMiB;      // files up to this size are batched (small_batch.h)
+    uint64_t batch_bytes = 12 * kMiB;      // two groups' bytes stay within the dirty budget
     unsigned batch_files = 4096;                  // and their descriptors within the process's limit
     ChunkLimits limits;
     // How often a big file's progress is made resumable after a crash or a pulled stick (CopySession).

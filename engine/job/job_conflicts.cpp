@@ -153,9 +153,10 @@ bool JobRunner::hash_source(const FileTask &task, std::optional<Sha256Digest> &d
     SourceHash hash;
     if (s)
         s = finish_hash(hash, in.get(), 0, task.source, digest);
-    if (!s)
+    const bool ok = s.ok();
+    if (!ok)
         report_error(std::move(s), task.source);
-    return s.ok();
+    return ok;
 }
 
 

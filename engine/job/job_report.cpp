@@ -37,7 +37,7 @@ void JobRunner::report_error(Status s, const std::string &path)
     e.path = path;
     e.message = s.message();
     e.status = std::move(s);
-    emit(std::move(e));
+    emit(e);
 }
 
 Status JobRunner::explain(Status s)
@@ -61,7 +61,7 @@ void JobRunner::report_skip(const std::string &path, const std::string &why, Lef
     e.path = path;
     e.message = path + ": " + why;
     e.reason = reason;
-    emit(std::move(e));
+    emit(e);
 }
 
 void JobRunner::report_done(const std::string &source, std::string target, uint64_t bytes, std::string note,
@@ -78,7 +78,7 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
     e.digest = digest;
     if (spec_.manifest && digest)
         hashed_.emplace_back(e.target, *digest);
-    emit(std::move(e));
+    emit(e);
 }
 
 // Bytes that are on the device without this job moving them (a renamed item, a file there already): progress

@@ -131,7 +131,7 @@ public:
 
 private:
     // Reporting.
-    void emit(JobEvent e) { sink_(e); }
+    void emit(const JobEvent &e) { sink_(e); }
     void report_error(Status s, const std::string &path);
     // |s| worded for a pulled stick when that is what it is (explain_device_loss).
     Status explain(Status s);

@@ -193,6 +193,7 @@ JobPlan plan_job(const JobSpec &spec)
 std::vector<std::string> JobPlan::problems() const
 {
     std::vector<std::string> lines;
+    lines.reserve(errors.size() + 1 + left_out.size());
     for (const Status &s : errors)
         lines.push_back(s.message());
     if (!space.ok())

@@ -61,8 +61,8 @@ public:
         }
         std::sort(names.begin(), names.end());
         for (const std::string &name : names) {
-            const std::string child_rel = rel.empty() ? name : rel + "/" + name;
-            const std::string child_display = display + "/" + name;
+            const std::string child_rel = rel.empty() ? name : std::string(rel).append("/").append(name);
+            const std::string child_display = std::string(display).append("/").append(name);
             struct stat st {};
             if (sys().fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
                 on_error_(Status::source(errno, "stat", child_display));

@@ -14,7 +14,7 @@ DolphinPlace::DolphinPlace(const QString &helper, QObject *parent) : QObject(par
 QString DolphinPlace::installedHelper()
 {
 #ifdef SANECOPY_PLACES_HELPER
-    const QString path = QStringLiteral(SANECOPY_PLACES_HELPER);
+    QString path = QStringLiteral(SANECOPY_PLACES_HELPER);
     if (QFileInfo(path).isExecutable())
         return path;
 #endif

@@ -117,7 +117,9 @@ void PlasmaJobViews::onFinished(quint64 jobId, const QString &message)
 void PlasmaJobViews::endAll(const QString &message)
 {
     bool sent = false;
-    for (const quint64 id : views_.keys()) {
+    // A copy of the keys: onFinished() takes each view off the map.
+    const QList<quint64> ids = views_.keys();
+    for (const quint64 id : ids) {
         sent = sent || !views_.value(id).path.isEmpty();
         onFinished(id, message);
     }

@@ -45,7 +45,7 @@ QString Udisks::label(const QString &blockDevice)
 }
 
 void Udisks::mount(const QString &blockDevice, QObject *context,
-                   std::function<void(bool, const QString &)> done)
+                   const std::function<void(bool, const QString &)> &done)
 {
     QDBusInterface fs(kService, blockPath(blockDevice), QStringLiteral("org.freedesktop.UDisks2.Filesystem"),
                       QDBusConnection::systemBus());
@@ -60,7 +60,7 @@ void Udisks::mount(const QString &blockDevice, QObject *context,
     });
 }
 
-void Udisks::eject(const QString &blockDevice, QObject *context, std::function<void(bool, const QString &)> done)
+void Udisks::eject(const QString &blockDevice, QObject *context, const std::function<void(bool, const QString &)> &done)
 {
     const QString path = blockPath(blockDevice);
     QDBusInterface fs(kService, path, QStringLiteral("org.freedesktop.UDisks2.Filesystem"), QDBusConnection::systemBus());

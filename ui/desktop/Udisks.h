@@ -21,8 +21,9 @@ public:
     // Mounts the filesystem on |blockDevice| where the desktop mounts sticks (UDisks2 picks the folder, the user may
     // be asked to authorise). |done| gets the mount point, or a message for the user.
     static void mount(const QString &blockDevice, QObject *context,
-                      std::function<void(bool ok, const QString &mountPointOrMessage)> done);
-    static void eject(const QString &blockDevice, QObject *context, std::function<void(bool ok, const QString &message)> done);
+                      const std::function<void(bool ok, const QString &mountPointOrMessage)> &done);
+    static void eject(const QString &blockDevice, QObject *context,
+                      const std::function<void(bool ok, const QString &message)> &done);
 };
 
 } // namespace SaneCopy

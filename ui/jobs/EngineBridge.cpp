@@ -81,7 +81,7 @@ public:
 
 private:
     template <typename Fn>
-    void post(Fn fn)
+    void post(const Fn &fn)
     {
         QPointer<EngineBridge> guard(bridge_);
         QMetaObject::invokeMethod(
@@ -114,7 +114,7 @@ EngineBridge::~EngineBridge()
     queue_.reset();
 }
 
-int EngineBridge::ask(std::function<void(quint64)> post, int answerIfGone)
+int EngineBridge::ask(const std::function<void(quint64)> &post, int answerIfGone)
 {
     auto pending = std::make_shared<Pending>();
     std::future<int> answer = pending->promise.get_future();

@@ -136,7 +136,7 @@ private:
     class Observer;
     struct Pending;
     // Posts a question to the GUI thread and blocks the calling (engine) thread until it is answered.
-    int ask(std::function<void(quint64 questionId)> post, int answerIfGone);
+    int ask(const std::function<void(quint64 questionId)> &post, int answerIfGone);
 
     std::unique_ptr<sanecopy::JobQueue> queue_;
     QHash<quint64, std::shared_ptr<sanecopy::Job>> jobs_;

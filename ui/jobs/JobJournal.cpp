@@ -50,7 +50,8 @@ bool fromJson(const QByteArray &json, JournalEntry &e)
     const QJsonObject o = QJsonDocument::fromJson(json).object();
     if (o.value(QStringLiteral("version")).toInt() != kVersion)
         return false;
-    for (const QJsonValue &s : o.value(QStringLiteral("sources")).toArray())
+    const QJsonArray sources = o.value(QStringLiteral("sources")).toArray();
+    for (const auto &s : sources)
         e.sources << decodePath(s);
     e.destination = decodePath(o.value(QStringLiteral("destination")));
     e.verify = o.value(QStringLiteral("verify")).toBool();
@@ -106,7 +107,7 @@ QString JobJournal::record(JournalEntry entry)
         error_ = QStringLiteral("cannot create %1").arg(folder_);
         return {};
     }
-    const QString key = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    QString key = QUuid::createUuid().toString(QUuid::WithoutBraces);
     // Held before the record exists, so no other window ever sees it unheld.
     if (!lock(key))
         return {};

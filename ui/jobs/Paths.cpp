@@ -62,7 +62,8 @@ QByteArray pathFromArgument(const QByteArray &arg, const QByteArray &cwd)
 PathList localPathsFromUriList(const QByteArray &uriList)
 {
     PathList paths;
-    for (QByteArray line : uriList.split('\n')) {
+    const QList<QByteArray> lines = uriList.split('\n');
+    for (QByteArray line : lines) {
         line = line.trimmed();
         if (line.isEmpty() || line.startsWith('#'))
             continue;

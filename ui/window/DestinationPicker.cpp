@@ -11,6 +11,7 @@
 #include <QToolButton>
 
 #include <algorithm>
+#include <utility>
 
 namespace SaneCopy {
 
@@ -109,7 +110,7 @@ void DestinationPicker::rebuild()
     const int currentKind = combo_->count() ? combo_->currentData(Qt::UserRole + 1).toInt() : -1;
     const bool currentWasDevice = currentKind == DeviceEntry || currentKind == UnmountedEntry;
     combo_->clear();
-    for (const Device &d : devices_)
+    for (const Device &d : std::as_const(devices_))
         addEntry(QStringLiteral("drive-removable-media-usb"), d.describe(),
                  d.mounted() ? d.mountPoint : kUnmounted + d.blockDevice, d.mounted() ? DeviceEntry : UnmountedEntry);
     if (!custom_.isEmpty() && combo_->findData(custom_) < 0)
@@ -135,7 +136,7 @@ int DestinationPicker::entryToKeep(const QString &current, bool currentWasDevice
     int keep = (userChose_ || currentWasDevice) && !current.isEmpty() ? combo_->findData(current) : -1;
     if (keep < 0 && current.startsWith(kUnmounted)) {
         // The stick chosen before it was mounted is mounted now: the same stick stays chosen.
-        for (const Device &d : devices_)
+        for (const Device &d : std::as_const(devices_))
             if (d.mounted() && d.blockDevice == current.mid(kUnmounted.size()))
                 keep = combo_->findData(d.mountPoint);
     }

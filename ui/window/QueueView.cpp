@@ -237,13 +237,15 @@ void QueueView::clearFinished()
 void QueueView::setEjectAvailable(bool available)
 {
     ejectAvailable_ = available;
-    for (JobRow *row : content_->findChildren<JobRow *>(Qt::FindDirectChildrenOnly))
+    const QList<JobRow *> rows = content_->findChildren<JobRow *>(Qt::FindDirectChildrenOnly);
+    for (JobRow *row : rows)
         row->setEjectAvailable(available);
 }
 
 JobRow *QueueView::rowFor(quint64 jobId) const
 {
-    for (JobRow *row : content_->findChildren<JobRow *>(Qt::FindDirectChildrenOnly))
+    const QList<JobRow *> rows = content_->findChildren<JobRow *>(Qt::FindDirectChildrenOnly);
+    for (JobRow *row : rows)
         if (row->jobId() == jobId)
             return row;
     return nullptr;

@@ -10,7 +10,7 @@
 
 namespace SaneCopy {
 
-bool SingleInstance::handOver(const CommandLine &cmd, QDBusConnection bus)
+bool SingleInstance::handOver(const CommandLine &cmd, const QDBusConnection &bus)
 {
     qDBusRegisterMetaType<QList<QByteArray>>();
     if (!bus.isConnected() || !bus.interface() || !bus.interface()->isServiceRegistered(serviceName()))

@@ -23,7 +23,7 @@ public:
     static QString objectPath() { return QStringLiteral("/io/github/sanecopy/SaneCopy"); }
 
     // Hands |cmd| to the window that owns the name on |bus|. True when one took it: this process may exit.
-    static bool handOver(const CommandLine &cmd, QDBusConnection bus = QDBusConnection::sessionBus());
+    static bool handOver(const CommandLine &cmd, const QDBusConnection &bus = QDBusConnection::sessionBus());
 
     // Makes |window| the one: owns the name and takes hand-overs. False when the name is taken or there is no bus.
     SingleInstance(MainWindow *window, QDBusConnection bus = QDBusConnection::sessionBus());

@@ -11,6 +11,8 @@
 #include <QPushButton>
 #include <QUrl>
 #include <QVBoxLayout>
+
+#include <utility>
 #include <QCoreApplication>
 #include <QPointer>
 
@@ -42,7 +44,8 @@ SourceDropArea::SourceDropArea(QWidget *parent) : QWidget(parent)
 
     connect(addFiles, &QPushButton::clicked, this, [this] {
         PathList paths;
-        for (const QString &f : QFileDialog::getOpenFileNames(this, tr("Files to copy")))
+        const QStringList files = QFileDialog::getOpenFileNames(this, tr("Files to copy"));
+        for (const QString &f : files)
             paths << QFile::encodeName(f);
         addSources(paths);
     });
@@ -98,7 +101,7 @@ void SourceDropArea::refresh()
         hint->setFlags(Qt::NoItemFlags);
         hint->setTextAlignment(Qt::AlignCenter);
     }
-    for (const QByteArray &p : sources_) {
+    for (const QByteArray &p : std::as_const(sources_)) {
         auto *item = new QListWidgetItem(QIcon::fromTheme(QStringLiteral("text-x-generic")), displayPath(p), list_);
         item->setToolTip(displayPath(p));
     }
