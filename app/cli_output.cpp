@@ -61,9 +61,9 @@ std::string json_string(std::string_view text)
 std::string json_device(const DeviceInfo &d)
 {
     auto optional = [](const std::optional<uint64_t> &v) { return v ? std::to_string(*v) : std::string("null"); };
-    const char *mode = d.writeback == WritebackMode::None       ? "none"
+    const char *mode = d.writeback == WritebackMode::None      ? "none"
                        : d.writeback == WritebackMode::Windows ? "windows"
-                                                                : "chunk-sync";
+                                                               : "chunk-sync";
     std::string out = "{\"type\":\"device\"";
     out += ",\"mount_point\":" + json_string(d.mount_point);
     out += ",\"fs_type\":" + json_string(d.fs_type);
@@ -128,11 +128,12 @@ std::string json_event(const JobEvent &e)
                ",\"bytes\":" + std::to_string(e.bytes) +
                (e.message.empty() ? std::string() : ",\"note\":" + json_string(e.message)) + "}";
     case JobEvent::Kind::Skipped:
-        return "{\"type\":\"skipped\",\"source\":" + json_string(e.path) + ",\"reason\":" +
-               json_string(to_string(e.reason)) + ",\"message\":" + json_string(e.message) + "}";
+        return "{\"type\":\"skipped\",\"source\":" + json_string(e.path) +
+               ",\"reason\":" + json_string(to_string(e.reason)) + ",\"message\":" + json_string(e.message) + "}";
     case JobEvent::Kind::Error:
-        return "{\"type\":\"error\",\"source\":" + json_string(e.path) + ",\"errno\":" + std::to_string(e.status.err()) +
-               ",\"operation\":" + json_string(e.status.op()) + ",\"side\":" + json_string(side_name(e.status.side())) +
+        return "{\"type\":\"error\",\"source\":" + json_string(e.path) +
+               ",\"errno\":" + std::to_string(e.status.err()) + ",\"operation\":" + json_string(e.status.op()) +
+               ",\"side\":" + json_string(side_name(e.status.side())) +
                ",\"device_removed\":" + (e.status.device_removed() ? "true" : "false") +
                ",\"message\":" + json_string(e.message) + "}";
     case JobEvent::Kind::Done:
@@ -164,7 +165,11 @@ std::string human_bytes(double bytes)
         ++u;
     }
     char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s",
+    std::snprintf(buf, sizeof buf,
+                  u == 0        ? "%.0f %s"
+                  : bytes < 10  ? "%.2f %s"
+                  : bytes < 100 ? "%.1f %s"
+                                : "%.0f %s",
                   bytes, units[u]);
     return buf;
 }

@@ -144,13 +144,14 @@ int check(const std::string &manifest, bool json)
         static const char *const words[] = {"ok", "mismatch", "missing", "unreadable"};
         const char *word = words[int(f.result)];
         if (json)
-            std::printf("{\"type\":\"checked\",\"name\":%s,\"result\":\"%s\"}\n", cli::json_string(f.name).c_str(), word);
+            std::printf("{\"type\":\"checked\",\"name\":%s,\"result\":\"%s\"}\n", cli::json_string(f.name).c_str(),
+                        word);
         else if (ok)
             std::printf("%s: OK\n", f.name.c_str());
         else
             std::printf("%s: FAILED (%s)\n", f.name.c_str(),
                         f.result == CheckedFile::Result::Mismatch ? "differs from its checksum"
-                                                                   : f.status.message().c_str());
+                                                                  : f.status.message().c_str());
     });
     if (!s) {
         std::fprintf(stderr, "sanecp: %s\n", s.message().c_str());
@@ -349,14 +350,15 @@ int run_copy(const JobSpec &spec, bool json)
 // the program loudly.
 int main(int argc, char **argv) // NOLINT(bugprone-exception-escape)
 {
-    CLI::App app{"Copies files at the device's own speed. When sanecp returns, the data is on the device: "
-                 "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links.",
-                 "sanecp"};
+    CLI::App app {"Copies files at the device's own speed. When sanecp returns, the data is on the device: "
+                  "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links.",
+                  "sanecp"};
     app.formatter(std::make_shared<HelpFormatter>());
     app.footer("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
                "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
                "the filesystem, a name it can't store, a special file), or the device removed (each is on "
-               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left), 143 and 129 stopped by SIGTERM and SIGHUP (big files' part files stay for --resume). With --check: "
+               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left), 143 and 129 stopped "
+               "by SIGTERM and SIGHUP (big files' part files stay for --resume). With --check: "
                "0 every file matches, 1 a mismatch, a missing or unreadable file, or no manifest.");
     Options o;
     add_copy_options(app, o);

@@ -17,8 +17,8 @@ std::vector<sanecopy::RemovableMount> removableDevicesNow()
     static std::vector<sanecopy::RemovableMount> lastDevices;
     if (*text == lastMounts)
         return lastDevices;
-    const QByteArray sysfs = qEnvironmentVariableIsSet("SANECOPY_SYSFS_ROOT") ? qgetenv("SANECOPY_SYSFS_ROOT")
-                                                                              : QByteArrayLiteral("/sys");
+    const QByteArray sysfs =
+        qEnvironmentVariableIsSet("SANECOPY_SYSFS_ROOT") ? qgetenv("SANECOPY_SYSFS_ROOT") : QByteArrayLiteral("/sys");
     const QByteArray udev = qEnvironmentVariableIsSet("SANECOPY_UDEV_ROOT") ? qgetenv("SANECOPY_UDEV_ROOT")
                                                                             : QByteArrayLiteral("/run/udev/data");
     lastDevices = sanecopy::removable_mounts(sanecopy::parse_mountinfo(*text), sysfs.toStdString(), udev.toStdString());

@@ -28,9 +28,7 @@ QList<QPair<QByteArray, QByteArray>> devicesNow()
 
 } // namespace
 
-DevicesNotifier::DevicesNotifier(QObject *parent, const QVariantList &)
-    : KDEDModule(parent)
-    , known_(devicesNow())
+DevicesNotifier::DevicesNotifier(QObject *parent, const QVariantList &) : KDEDModule(parent), known_(devicesNow())
 {
     // A stick with three partitions, or a desktop that mounts and remounts, is one change.
     settle_.setSingleShot(true);
@@ -38,7 +36,8 @@ DevicesNotifier::DevicesNotifier(QObject *parent, const QVariantList &)
     connect(&settle_, &QTimer::timeout, this, &DevicesNotifier::check);
     mountinfoFd_ = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
     if (mountinfoFd_ < 0) {
-        qCWarning(SANECOPY_DEVICES) << "can't watch /proc/self/mountinfo; Safe Copy's device list updates only on reload";
+        qCWarning(SANECOPY_DEVICES)
+            << "can't watch /proc/self/mountinfo; Safe Copy's device list updates only on reload";
         return;
     }
     mounts_ = new QSocketNotifier(qintptr(mountinfoFd_), QSocketNotifier::Exception, this);

@@ -20,8 +20,7 @@
 
 class QSocketNotifier;
 
-class DevicesNotifier : public KDEDModule
-{
+class DevicesNotifier : public KDEDModule {
     Q_OBJECT
 public:
     DevicesNotifier(QObject *parent, const QVariantList &args);

@@ -24,11 +24,13 @@ EngineOutcome runEngineJob(const sanecopy::JobSpec &spec, std::chrono::milliseco
         // only through the device's lock, waited for here (cancellable) before the first byte.
         const sanecopy::UniqueFd deviceLock = sanecopy::lock_device(sanecopy::JobQueue::default_lane(spec), control);
         // Events arrive on this thread; |outcome| is read only after join().
-        sanecopy::JobSummary summary = sanecopy::run_copy_job(spec, control, counters, [&](const sanecopy::JobEvent &e) {
-            const bool problem = e.kind == sanecopy::JobEvent::Kind::Error || e.kind == sanecopy::JobEvent::Kind::Skipped;
-            if (problem && !outcome.firstProblem)
-                outcome.firstProblem = e;
-        });
+        sanecopy::JobSummary summary =
+            sanecopy::run_copy_job(spec, control, counters, [&](const sanecopy::JobEvent &e) {
+                const bool problem =
+                    e.kind == sanecopy::JobEvent::Kind::Error || e.kind == sanecopy::JobEvent::Kind::Skipped;
+                if (problem && !outcome.firstProblem)
+                    outcome.firstProblem = e;
+            });
         std::lock_guard lock(mutex);
         outcome.summary = summary;
         done = true;

@@ -86,7 +86,8 @@ int kioErrorFor(FileOp op, int err, bool targetIsDir)
         return writes(op) ? KIO::ERR_WRITE_ACCESS_DENIED : fallbackError(op);
     if (err == EEXIST)
         return targetIsDir ? KIO::ERR_DIR_ALREADY_EXIST : KIO::ERR_FILE_ALREADY_EXIST;
-    const auto rule = std::find_if(std::begin(kRules), std::end(kRules), [err](const ErrnoRule &r) { return r.err == err; });
+    const auto rule =
+        std::find_if(std::begin(kRules), std::end(kRules), [err](const ErrnoRule &r) { return r.err == err; });
     if (rule == std::end(kRules))
         return fallbackError(op);
     const int code = !rule->op || *rule->op == op ? rule->code : rule->otherwise;

@@ -11,10 +11,10 @@
 namespace SaneCopyKio {
 
 enum class FileOp {
-    Stat,      // stat, mimetype
-    List,      // listDir
-    Read,      // get, and the source side of a copy
-    Write,     // put, and the destination side of a copy
+    Stat,  // stat, mimetype
+    List,  // listDir
+    Read,  // get, and the source side of a copy
+    Write, // put, and the destination side of a copy
     Mkdir,
     Remove,    // del of a file
     RemoveDir, // del of a folder

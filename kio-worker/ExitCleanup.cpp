@@ -8,13 +8,10 @@ namespace SaneCopyKio {
 
 namespace {
 // The innermost live ExitCleanup. Process-wide because ::exit() is: there is exactly one thing to undo.
-std::atomic<ExitCleanup *> g_current{nullptr};
+std::atomic<ExitCleanup *> g_current {nullptr};
 } // namespace
 
-ExitCleanup::ExitCleanup(std::function<void()> onExit)
-    : onExit_(std::move(onExit)), outer_(g_current.exchange(this))
-{
-}
+ExitCleanup::ExitCleanup(std::function<void()> onExit) : onExit_(std::move(onExit)), outer_(g_current.exchange(this)) {}
 
 ExitCleanup::~ExitCleanup() { g_current.store(outer_); }
 

@@ -14,8 +14,7 @@
 
 namespace SaneCopyKio {
 
-class ExitCleanup
-{
+class ExitCleanup {
 public:
     explicit ExitCleanup(std::function<void()> onExit);
     ~ExitCleanup();

@@ -38,11 +38,8 @@ std::string laneOf(const std::string &folder)
 } // namespace
 
 FolderRun::FolderRun(std::shared_ptr<sanecopy::BackgroundCloser> closer)
-    : last_(std::chrono::steady_clock::now())
-    , batch_(kLimits, std::move(closer))
-    , idle_([this] { idleLoop(); })
-{
-}
+    : last_(std::chrono::steady_clock::now()), batch_(kLimits, std::move(closer)), idle_([this] { idleLoop(); })
+{}
 
 FolderRun::~FolderRun() { shutdown(); }
 

@@ -42,12 +42,11 @@ class BackgroundCloser;
 
 namespace SaneCopyKio {
 
-class FolderRun
-{
+class FolderRun {
 public:
-    static constexpr std::chrono::milliseconds kIdle{250};
+    static constexpr std::chrono::milliseconds kIdle {250};
     // Two groups of at most 128 files and 4 MiB: under a second of a slow stick's writing.
-    static constexpr sanecopy::BatchLimits kLimits{4 * sanecopy::kMiB, 128};
+    static constexpr sanecopy::BatchLimits kLimits {4 * sanecopy::kMiB, 128};
 
     explicit FolderRun(std::shared_ptr<sanecopy::BackgroundCloser> closer);
     ~FolderRun(); // shutdown()
@@ -82,11 +81,11 @@ private:
     std::condition_variable wake_;
     bool stop_ = false;
     std::chrono::steady_clock::time_point last_;
-    std::set<std::string> folders_;          // made by this run
+    std::set<std::string> folders_; // made by this run
     sanecopy::UniqueFd writerLock_, heldLock_;
     sanecopy::IncrementalBatch batch_;
-    sanecopy::Status failure_;               // from an idle settle, for the next call
-    std::thread idle_;                       // last: started once the rest is constructed
+    sanecopy::Status failure_; // from an idle settle, for the next call
+    std::thread idle_;         // last: started once the rest is constructed
 };
 
 } // namespace SaneCopyKio

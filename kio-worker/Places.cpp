@@ -40,7 +40,8 @@ QList<QPersistentModelIndex> placesOf(const KFilePlacesModel &model, const QUrl 
 // Whether the places file on disk holds a bookmark for |url|, as KBookmarkManager writes it (href fully encoded).
 bool placesFileHas(const QUrl &url)
 {
-    QFile file(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + QStringLiteral("/user-places.xbel"));
+    QFile file(QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) +
+               QStringLiteral("/user-places.xbel"));
     if (!file.open(QIODevice::ReadOnly))
         return false;
     QXmlStreamReader xml(&file);
@@ -64,7 +65,8 @@ int main(int argc, char **argv)
     QGuiApplication app(argc, argv);
     const QStringList args = app.arguments();
     const QString verb = args.value(1);
-    if (args.size() != 2 || (verb != QLatin1String("status") && verb != QLatin1String("add") && verb != QLatin1String("remove"))) {
+    if (args.size() != 2 ||
+        (verb != QLatin1String("status") && verb != QLatin1String("add") && verb != QLatin1String("remove"))) {
         std::fprintf(stderr, "usage: sanecopy-places status|add|remove\n");
         return 2;
     }

@@ -40,8 +40,7 @@ using sanecopy::UniqueFd;
 
 // The plugin's metadata for KIO: the protocol and what it can do (sanecopy.json). The worker itself runs from
 // kdemain() below.
-class KIOPluginForMetaData : public QObject
-{
+class KIOPluginForMetaData : public QObject {
     Q_OBJECT
     Q_PLUGIN_METADATA(IID "org.kde.kio.worker.sanecopy" FILE "sanecopy.json")
 };
@@ -63,12 +62,12 @@ extern "C" Q_DECL_EXPORT int kdemain(int argc, char **argv)
 
 SaneCopyWorker::SaneCopyWorker(const QByteArray &poolSocket, const QByteArray &appSocket)
     : KIO::WorkerBase(QByteArrayLiteral("sanecopy"), poolSocket, appSocket)
-    // Files come one at a time, a copy of a small one taking tens of milliseconds: a few closes overlap at most.
-    , closer_(std::make_shared<sanecopy::BackgroundCloser>(16))
-    , run_(std::make_unique<FolderRun>(closer_))
-    , runCleanup_(std::make_unique<ExitCleanup>([this] { run_->shutdown(); }))
-{
-}
+      // Files come one at a time, a copy of a small one taking tens of milliseconds: a few closes overlap at most.
+      ,
+      closer_(std::make_shared<sanecopy::BackgroundCloser>(16)),
+      run_(std::make_unique<FolderRun>(closer_)),
+      runCleanup_(std::make_unique<ExitCleanup>([this] { run_->shutdown(); }))
+{}
 
 SaneCopyWorker::~SaneCopyWorker() = default;
 
@@ -117,8 +116,9 @@ SaneCopyWorker::Resolved SaneCopyWorker::resolve(const QUrl &url, bool creating)
         }
     }
     // Pulled out or unmounted since the list was shown; or a new name beside the devices.
-    r.error = creating && onDevice->rest.isEmpty() ? notHere()
-                                                   : KIO::WorkerResult::fail(KIO::ERR_DOES_NOT_EXIST, url.toDisplayString());
+    r.error = creating && onDevice->rest.isEmpty()
+                  ? notHere()
+                  : KIO::WorkerResult::fail(KIO::ERR_DOES_NOT_EXIST, url.toDisplayString());
     return r;
 }
 

@@ -30,16 +30,15 @@
 namespace sanecopy {
 class BackgroundCloser;
 struct RemovableMount;
-}
+} // namespace sanecopy
 
 namespace SaneCopyKio {
 struct EngineOutcome;
 class ExitCleanup;
 class FolderRun;
-}
+} // namespace SaneCopyKio
 
-class SaneCopyWorker : public KIO::WorkerBase
-{
+class SaneCopyWorker : public KIO::WorkerBase {
 public:
     SaneCopyWorker(const QByteArray &poolSocket, const QByteArray &appSocket);
     ~SaneCopyWorker() override;

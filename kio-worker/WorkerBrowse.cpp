@@ -74,7 +74,8 @@ KIO::WorkerResult SaneCopyWorker::listDevices()
         // A mount point that can't be stat'ed (a FUSE driver that died) is no place to copy to.
         if (fillDeviceEntry(entry, d))
             listEntry(entry);
-        qCDebug(SANECOPY_KIO) << "device" << QString::fromStdString(d.name) << "at" << QString::fromStdString(d.mount_point);
+        qCDebug(SANECOPY_KIO) << "device" << QString::fromStdString(d.name) << "at"
+                              << QString::fromStdString(d.mount_point);
     }
     return KIO::WorkerResult::pass();
 }
@@ -88,8 +89,8 @@ QString SaneCopyWorker::userName(uid_t uid)
     struct passwd *found = nullptr;
     std::vector<char> buf(16384);
     QString name = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found
-        ? QString::fromLocal8Bit(pw.pw_name)
-        : QString::number(uid);
+                       ? QString::fromLocal8Bit(pw.pw_name)
+                       : QString::number(uid);
     users_.insert(uid, name);
     return name;
 }
@@ -103,8 +104,8 @@ QString SaneCopyWorker::groupName(gid_t gid)
     struct group *found = nullptr;
     std::vector<char> buf(16384);
     QString name = ::getgrgid_r(gid, &gr, buf.data(), buf.size(), &found) == 0 && found
-        ? QString::fromLocal8Bit(gr.gr_name)
-        : QString::number(gid);
+                       ? QString::fromLocal8Bit(gr.gr_name)
+                       : QString::number(gid);
     groups_.insert(gid, name);
     return name;
 }

@@ -21,7 +21,7 @@
 namespace SaneCopyKio {
 
 using namespace std::chrono_literals;
-constexpr auto kProgressPeriod = 200ms;         // KIO passes progress on at about this rate anyway
+constexpr auto kProgressPeriod = 200ms;            // KIO passes progress on at about this rate anyway
 constexpr std::size_t kReadBlock = sanecopy::kMiB; // get(): one data() message per block
 
 KIO::WorkerResult malformed(const QUrl &url);

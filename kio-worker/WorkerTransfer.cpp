@@ -82,8 +82,9 @@ KIO::WorkerResult SaneCopyWorker::sendData(int fd, const QByteArray &path, uint6
             return failWith(FileOp::Read, errno, path);
         if (!typed) {
             // KIO wants the type before the first data; the first block is there to sniff it from.
-            mimeType(QMimeDatabase().mimeTypeForFileNameAndData(decodeFileName(splitPath(path).second),
-                                                               buffer.left(int(n))).name());
+            mimeType(QMimeDatabase()
+                         .mimeTypeForFileNameAndData(decodeFileName(splitPath(path).second), buffer.left(int(n)))
+                         .name());
             typed = true;
         }
         if (n == 0)
@@ -133,7 +134,8 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
 sanecopy::StreamOptions SaneCopyWorker::streamOptions(const QByteArray &path, int permissions, KIO::JobFlags flags)
 {
     sanecopy::StreamOptions options;
-    options.conflict = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
+    options.conflict =
+        (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
     if (permissions != -1)
         options.mode = mode_t(permissions);
     const QDateTime modified = QDateTime::fromString(metaData(QStringLiteral("modified")), Qt::ISODate);
@@ -201,7 +203,8 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
     // KIO's CopyJob makes folders with mkdir() and copies their files one by one; a folder here is a mistake.
     if (S_ISDIR(st.st_mode))
         return KIO::WorkerResult::fail(KIO::ERR_IS_DIRECTORY, displayPath(from));
-    const auto policy = (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
+    const auto policy =
+        (flags & KIO::Overwrite) ? sanecopy::ConflictPolicy::Overwrite : sanecopy::ConflictPolicy::Refuse;
     if (S_ISREG(st.st_mode)) {
         // A small file of a dropped folder: held, and on the device when the run settles (FolderRun.h).
         if (std::optional<KIO::WorkerResult> held = holdInRun(from, to, st, policy))
@@ -214,7 +217,7 @@ KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*
 
 // The file into the folder run: its result when the run took it (or failed it), nullopt when the usual way copies it.
 std::optional<KIO::WorkerResult> SaneCopyWorker::holdInRun(const QByteArray &from, const QByteArray &to,
-                                                          const struct stat &st, sanecopy::ConflictPolicy policy)
+                                                           const struct stat &st, sanecopy::ConflictPolicy policy)
 {
     const sanecopy::Result<bool> held = run_->hold(toStd(from), toStd(to), policy);
     if (!held.ok()) {

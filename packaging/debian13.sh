@@ -247,7 +247,7 @@ run_ctest() {
     return "$rc"
 }
 
-# The house's checks on the build in the root (packaging/lint.py): rooms, lizard, clang-tidy, clazy. What came out
+# The house's checks on the build in the root (packaging/lint.py): rooms, format, lizard, clang-tidy, clazy. What came out
 # clean is remembered in $cache/lint, outside the checkout.
 run_lint() {
     local r=$cache/root
@@ -259,7 +259,7 @@ run_lint() {
         cp /etc/ssl/certs/ca-certificates.crt "$cache/lint/host-ca.crt"
         ca=(PIP_CERT=/var/cache/sanecopy-lint/host-ca.crt)
     fi
-    log "the house's checks: rooms, lizard, clang-tidy, clazy"
+    log "the house's checks: rooms, format, lizard, clang-tidy, clazy"
     in_root "$r" env "${ca[@]}" python3 /src/packaging/lint.py /src /build /var/cache/sanecopy-lint
 }
 

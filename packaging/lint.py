@@ -4,6 +4,7 @@
 after the build (packaging/debian13.sh), and by `packaging/debian13.sh lint` alone:
 
   rooms       no file includes a header of a room after its own (lint_rooms.py)
+  format      every C++ file of the project and its tests as .clang-format lays it out
   lizard      no function over 60 lines or over cyclomatic complexity 15
   clang-tidy  the checks in .clang-tidy, every finding an error
   clazy       Qt's own pitfalls (level 1 and the manual checks named below) in the Qt code
@@ -94,6 +95,17 @@ def main():
 
     r = run([sys.executable, str(src / "packaging/lint_rooms.py"), str(src)])
     print(r.stdout, end="")
+    failures += r.returncode != 0
+
+    # tests/catch.h is Catch2's single header, not ours.
+    sources = sorted(p for d in (*PARTS, "tests") for p in (src / d).rglob("*")
+                     if p.suffix in (".h", ".cpp") and p.name != "catch.h")
+    r = run(["clang-format", "--dry-run", "--Werror", *map(str, sources)], cwd=src)
+    unformatted = sorted({l.split(":")[0] for l in r.stdout.splitlines() if ": error:" in l})
+    for f in unformatted:
+        print(f"lint: format: {pathlib.Path(f).relative_to(src)} is not laid out as .clang-format says "
+              f"(clang-format -i fixes it)")
+    print(f"lint: format: {len(sources)} files, {len(unformatted)} to reformat")
     failures += r.returncode != 0
 
     venv = cache / f"lizard-{LIZARD_VERSION}"

@@ -54,23 +54,23 @@ private:
         }
         request_.notify_all();
     }
-    std::atomic<int> request_{kRun};
-    std::atomic<bool> keep_partial_{false};
+    std::atomic<int> request_ {kRun};
+    std::atomic<bool> keep_partial_ {false};
 };
 
 // Written by the copying thread, read by anyone.
 struct ProgressCounters {
-    std::atomic<uint64_t> total_bytes{0};
-    std::atomic<uint64_t> written_bytes{0};  // handed to the kernel
-    std::atomic<uint64_t> durable_bytes{0};  // on the device: window waited for, or fdatasync returned
+    std::atomic<uint64_t> total_bytes {0};
+    std::atomic<uint64_t> written_bytes {0}; // handed to the kernel
+    std::atomic<uint64_t> durable_bytes {0}; // on the device: window waited for, or fdatasync returned
     // Of written and durable, what this copy counted without moving it: a resumed file's prefix that was on the
     // device already, a sparse file's holes. Progress includes it; a throughput chart must not.
-    std::atomic<uint64_t> unwritten_bytes{0};
-    std::atomic<uint64_t> files_done{0};
-    std::atomic<uint64_t> files_total{0};
-    std::atomic<double> device_rate{0};      // EWMA of durable bytes/s
-    std::atomic<int64_t> own_dirty_bytes{-1}; // this copy's dirty + writeback pages (cachestat); -1: unknown
-    std::atomic<JobState> state{JobState::Queued};
+    std::atomic<uint64_t> unwritten_bytes {0};
+    std::atomic<uint64_t> files_done {0};
+    std::atomic<uint64_t> files_total {0};
+    std::atomic<double> device_rate {0};       // EWMA of durable bytes/s
+    std::atomic<int64_t> own_dirty_bytes {-1}; // this copy's dirty + writeback pages (cachestat); -1: unknown
+    std::atomic<JobState> state {JobState::Queued};
 
     void set_current_file(std::string path)
     {

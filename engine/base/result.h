@@ -24,7 +24,8 @@ class [[nodiscard]] Status {
 public:
     Status() = default;
     Status(std::error_code code, std::string op, std::string path, Side side = Side::Neither)
-        : code_(code), op_(std::move(op)), path_(std::move(path)), side_(side) {}
+        : code_(code), op_(std::move(op)), path_(std::move(path)), side_(side)
+    {}
 
     // An error of the request itself, on neither side.
     static Status from_errno(int err, std::string op, std::string path)
@@ -105,7 +106,7 @@ public:
     const T *operator->() const noexcept { return &value_; }
 
 private:
-    T value_{};
+    T value_ {};
     Status status_;
 };
 

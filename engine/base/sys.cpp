@@ -19,15 +19,14 @@ namespace sanecopy {
 
 namespace {
 Syscalls g_real;
-std::atomic<Syscalls *> g_current{&g_real};
+std::atomic<Syscalls *> g_current {&g_real};
 } // namespace
 
 Syscalls &sys() noexcept { return *g_current.load(std::memory_order_acquire); }
 
 ScopedSyscalls::ScopedSyscalls(Syscalls &replacement) noexcept
     : previous_(g_current.exchange(&replacement, std::memory_order_acq_rel))
-{
-}
+{}
 
 ScopedSyscalls::~ScopedSyscalls() { g_current.store(previous_, std::memory_order_release); }
 
@@ -100,7 +99,10 @@ ssize_t Syscalls::raw_readlinkat(int dirfd, const char *path, char *buf, size_t 
 {
     return ::readlinkat(dirfd, path, buf, len);
 }
-int Syscalls::raw_symlinkat(const char *target, int dirfd, const char *path) { return ::symlinkat(target, dirfd, path); }
+int Syscalls::raw_symlinkat(const char *target, int dirfd, const char *path)
+{
+    return ::symlinkat(target, dirfd, path);
+}
 int Syscalls::raw_fchmod(int fd, mode_t mode) { return ::fchmod(fd, mode); }
 int Syscalls::raw_futimens(int fd, const struct timespec times[2]) { return ::futimens(fd, times); }
 int Syscalls::raw_utimensat(int dirfd, const char *path, const struct timespec times[2], int flags)

@@ -46,12 +46,18 @@ public:
         return retry_eintr([&] { return raw_openat(dirfd, path, flags, mode); });
     }
     int close(int fd) { return raw_close(fd); }
-    int fstat(int fd, struct stat *st) { return retry_eintr([&] { return raw_fstat(fd, st); }); }
+    int fstat(int fd, struct stat *st)
+    {
+        return retry_eintr([&] { return raw_fstat(fd, st); });
+    }
     int fstatat(int dirfd, const char *path, struct stat *st, int flags)
     {
         return retry_eintr([&] { return raw_fstatat(dirfd, path, st, flags); });
     }
-    int fstatfs(int fd, struct statfs *st) { return retry_eintr([&] { return raw_fstatfs(fd, st); }); }
+    int fstatfs(int fd, struct statfs *st)
+    {
+        return retry_eintr([&] { return raw_fstatfs(fd, st); });
+    }
     ssize_t pread(int fd, void *buf, size_t len, off_t off)
     {
         return retry_eintr([&] { return raw_pread(fd, buf, len, off); });
@@ -68,16 +74,34 @@ public:
     {
         return retry_eintr([&] { return raw_copy_file_range(in_fd, in_off, out_fd, out_off, len); });
     }
-    int ficlone(int dst_fd, int src_fd) { return retry_eintr([&] { return raw_ficlone(dst_fd, src_fd); }); }
+    int ficlone(int dst_fd, int src_fd)
+    {
+        return retry_eintr([&] { return raw_ficlone(dst_fd, src_fd); });
+    }
     int fallocate(int fd, int mode, off_t off, off_t len)
     {
         return retry_eintr([&] { return raw_fallocate(fd, mode, off, len); });
     }
-    int ftruncate(int fd, off_t len) { return retry_eintr([&] { return raw_ftruncate(fd, len); }); }
-    off_t lseek(int fd, off_t off, int whence) { return retry_eintr([&] { return raw_lseek(fd, off, whence); }); }
-    int fdatasync(int fd) { return retry_eintr([&] { return raw_fdatasync(fd); }); }
-    int fsync(int fd) { return retry_eintr([&] { return raw_fsync(fd); }); }
-    int syncfs(int fd) { return retry_eintr([&] { return raw_syncfs(fd); }); }
+    int ftruncate(int fd, off_t len)
+    {
+        return retry_eintr([&] { return raw_ftruncate(fd, len); });
+    }
+    off_t lseek(int fd, off_t off, int whence)
+    {
+        return retry_eintr([&] { return raw_lseek(fd, off, whence); });
+    }
+    int fdatasync(int fd)
+    {
+        return retry_eintr([&] { return raw_fdatasync(fd); });
+    }
+    int fsync(int fd)
+    {
+        return retry_eintr([&] { return raw_fsync(fd); });
+    }
+    int syncfs(int fd)
+    {
+        return retry_eintr([&] { return raw_syncfs(fd); });
+    }
     int sync_file_range(int fd, off_t off, off_t len, unsigned flags)
     {
         return retry_eintr([&] { return raw_sync_file_range(fd, off, len, flags); });
@@ -113,7 +137,10 @@ public:
     {
         return retry_eintr([&] { return raw_symlinkat(target, dirfd, path); });
     }
-    int fchmod(int fd, mode_t mode) { return retry_eintr([&] { return raw_fchmod(fd, mode); }); }
+    int fchmod(int fd, mode_t mode)
+    {
+        return retry_eintr([&] { return raw_fchmod(fd, mode); });
+    }
     int futimens(int fd, const struct timespec times[2])
     {
         return retry_eintr([&] { return raw_futimens(fd, times); });
@@ -122,8 +149,14 @@ public:
     {
         return retry_eintr([&] { return raw_utimensat(dirfd, path, times, flags); });
     }
-    int fcntl_setfl(int fd, int flags) { return retry_eintr([&] { return raw_fcntl_setfl(fd, flags); }); }
-    int flock(int fd, int operation) { return retry_eintr([&] { return raw_flock(fd, operation); }); }
+    int fcntl_setfl(int fd, int flags)
+    {
+        return retry_eintr([&] { return raw_fcntl_setfl(fd, flags); });
+    }
+    int flock(int fd, int operation)
+    {
+        return retry_eintr([&] { return raw_flock(fd, operation); });
+    }
     uid_t geteuid() { return raw_geteuid(); }
     // Lists a directory's entries (without "." and ".."). Returns 0 or -1 with errno. Reads through a duplicate
     // of |dirfd|, which stays open and untouched.
@@ -190,6 +223,5 @@ private:
 // limit most sessions start with (1024) would cut groups to a size where their syncs, not the device, set the
 // pace. Safe because nothing here uses select(). Returns the soft limit now in force.
 unsigned long raise_open_file_limit();
-
 
 } // namespace sanecopy

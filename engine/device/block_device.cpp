@@ -240,8 +240,8 @@ RemovableMount describe(const MountEntry &m, const DeviceInfo &info, std::string
     r.block_device = info.block_device;
     r.fs_type = m.fs_subtype.empty() ? m.fs_type : m.fs_subtype;
     if (!udev_root.empty()) {
-        const std::string record = std::string(udev_root) + "/b" + std::to_string(m.dev_major) + ":" +
-                                   std::to_string(m.dev_minor);
+        const std::string record =
+            std::string(udev_root) + "/b" + std::to_string(m.dev_major) + ":" + std::to_string(m.dev_minor);
         if (auto text = read_kernel_text(record)) {
             r.label = parse_udev_label(*text);
             r.model = parse_udev_model(*text);
@@ -276,14 +276,16 @@ std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &moun
         DeviceInfo info;
         if (!probe_block_device(m->dev_major, m->dev_minor, sysfs_root, info) || !info.removable)
             continue;
-        if (std::any_of(out.begin(), out.end(), [&](const RemovableMount &o) { return o.block_device == info.block_device; }))
+        if (std::any_of(out.begin(), out.end(),
+                        [&](const RemovableMount &o) { return o.block_device == info.block_device; }))
             continue; // mounted twice: listed once
         out.push_back(describe(*m, info, sysfs_root, udev_root));
     }
     tell_apart(out);
     // In the mount table's order.
     const auto position = [&](const RemovableMount &r) {
-        return std::find_if(mounts.begin(), mounts.end(), [&](const MountEntry &m) { return m.mount_point == r.mount_point; });
+        return std::find_if(mounts.begin(), mounts.end(),
+                            [&](const MountEntry &m) { return m.mount_point == r.mount_point; });
     };
     std::stable_sort(out.begin(), out.end(),
                      [&](const RemovableMount &a, const RemovableMount &b) { return position(a) < position(b); });

@@ -43,8 +43,8 @@ const MountEntry *find_mount(const std::vector<MountEntry> &mounts, std::string_
 
 // What a filesystem refuses. Filled from the filesystem type.
 struct FsLimits {
-    uint64_t max_file_size = UINT64_MAX;  // FAT32: 4 GiB - 1
-    bool forbids_fat_chars = false;       // FAT/exFAT/NTFS-on-Windows rules: : ? * " < > | \ and control chars
+    uint64_t max_file_size = UINT64_MAX; // FAT32: 4 GiB - 1
+    bool forbids_fat_chars = false;      // FAT/exFAT/NTFS-on-Windows rules: : ? * " < > | \ and control chars
     bool forbids_trailing_dot_space = false;
     // Two modification times closer than this may be the same time stored: FAT keeps even seconds; elsewhere,
     // the second, as rsync compares (some FUSE filesystems and KIO keep no fraction).
@@ -124,7 +124,7 @@ struct DeviceInfo {
     std::string bdi;            // "MAJ:MIN" of the backing device info whose dirty pages are ours; empty when unknown
     bool removable = false;     // /sys/block/<disk>/removable, or a USB/MMC bus in the device path
     bool rotational = false;    // /sys/block/<disk>/queue/rotational
-    std::optional<uint64_t> free_bytes;  // unknown when statfs reports a size of 0 (fusefat)
+    std::optional<uint64_t> free_bytes; // unknown when statfs reports a size of 0 (fusefat)
     std::optional<uint64_t> total_bytes;
     uint64_t allocation_unit = 4096; // statfs's f_frsize: what the smallest file takes (a FAT cluster)
     FsLimits limits;

@@ -275,9 +275,8 @@ void probe_detail::probe_mount(const std::string &path, dev_t st_dev, DeviceInfo
     // an st_dev of their own that mountinfo doesn't list, which the plain prefix match catches.
     const unsigned dev_major = major(st_dev);
     const unsigned dev_minor = minor(st_dev);
-    const MountEntry *mount = best_cover(mounts, path, [&](const MountEntry &m) {
-        return m.dev_major == dev_major && m.dev_minor == dev_minor;
-    });
+    const MountEntry *mount = best_cover(
+        mounts, path, [&](const MountEntry &m) { return m.dev_major == dev_major && m.dev_minor == dev_minor; });
     if (!mount)
         mount = find_mount(mounts, path);
     if (mount) {

@@ -69,7 +69,7 @@ std::optional<MemInfo> parse_meminfo(std::string_view text)
     auto writeback = field_value(text, "Writeback");
     if (!dirty || !writeback)
         return std::nullopt;
-    return MemInfo{*dirty * kKiB, *writeback * kKiB};
+    return MemInfo {*dirty * kKiB, *writeback * kKiB};
 }
 
 std::optional<MemInfo> read_meminfo()
@@ -107,14 +107,14 @@ std::optional<BdiStats> read_bdi_stats(std::string_view bdi, std::string_view de
 
 std::optional<PageCacheStat> cachestat(int fd, uint64_t off, uint64_t len)
 {
-    KernelCachestatRange range{off, len};
-    KernelCachestat cs{};
+    KernelCachestatRange range {off, len};
+    KernelCachestat cs {};
     // Straight to the kernel, not through sys(): glibc has no wrapper to mirror, and this only looks at the
     // page cache. The source's residency check falls back to mincore when it fails, so no copy step depends on
     // it and no test needs to inject its failures.
     if (::syscall(kSysCachestat, fd, &range, &cs, 0U) != 0)
         return std::nullopt;
-    return PageCacheStat{cs.nr_cache, cs.nr_dirty, cs.nr_writeback, cs.nr_evicted, cs.nr_recently_evicted};
+    return PageCacheStat {cs.nr_cache, cs.nr_dirty, cs.nr_writeback, cs.nr_evicted, cs.nr_recently_evicted};
 }
 
 } // namespace sanecopy

@@ -37,13 +37,13 @@ constexpr unsigned long kReiserfsMagic = 0x52654973;
 constexpr unsigned long kNilfsMagic = 0x3434;
 
 constexpr std::string_view kLocalBlockTypes[] = {
-    "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat", "msdos",
-    "exfat", "ntfs3", "hfs", "hfsplus", "udf", "jfs", "reiserfs", "nilfs2",
+    "ext2",  "ext3",  "ext4", "xfs",     "btrfs", "f2fs", "vfat",     "msdos",
+    "exfat", "ntfs3", "hfs",  "hfsplus", "udf",   "jfs",  "reiserfs", "nilfs2",
 };
 
 constexpr unsigned long kLocalBlockMagics[] = {
-    kExtMagic, kXfsMagic, kBtrfsMagic, kF2fsMagic, kMsdosMagic, kExfatMagic, kNtfsMagic,
-    kNtfs3Magic, kHfsMagic, kHfsplusMagic, kUdfMagic, kJfsMagic, kReiserfsMagic, kNilfsMagic,
+    kExtMagic,   kXfsMagic, kBtrfsMagic,   kF2fsMagic, kMsdosMagic, kExfatMagic,    kNtfsMagic,
+    kNtfs3Magic, kHfsMagic, kHfsplusMagic, kUdfMagic,  kJfsMagic,   kReiserfsMagic, kNilfsMagic,
 };
 
 } // namespace
@@ -73,7 +73,8 @@ std::string safe_name(std::string_view name, const FsLimits &limits)
     std::string out(name);
     if (limits.forbids_fat_chars) {
         for (char &c : out)
-            if (static_cast<unsigned char>(c) < 0x20 || std::string_view(":?*\"<>|\\").find(c) != std::string_view::npos)
+            if (static_cast<unsigned char>(c) < 0x20 ||
+                std::string_view(":?*\"<>|\\").find(c) != std::string_view::npos)
                 c = '_';
     }
     if (limits.forbids_trailing_dot_space && out != "." && out != "..") {
@@ -172,8 +173,8 @@ Result<DeviceInfo> probe_device(const std::string &folder)
     probe_mount(resolved_path(fd.get(), folder), st.st_dev, info);
     // A fuseblk without a subtype (exfat-fuse, ntfs-3g) gets no limits here: the type has to come from the
     // device itself.
-    info.limits = fs_limits_for(info.fs_subtype.empty() ? std::string_view(info.fs_type)
-                                                        : std::string_view(info.fs_subtype));
+    info.limits =
+        fs_limits_for(info.fs_subtype.empty() ? std::string_view(info.fs_type) : std::string_view(info.fs_subtype));
     info.writeback = choose_writeback(info.fs_magic, info.fs_type);
     info.data_sync = choose_data_sync(info.fs_magic, info.fs_type);
     info.group_sync = choose_group_sync(info.fs_magic);

@@ -45,8 +45,8 @@ private:
 
     const std::size_t max_threads_;
     std::mutex mutex_;
-    std::condition_variable work_;  // a descriptor is queued, or the closer ends
-    std::condition_variable idle_;  // nothing queued and nothing closing
+    std::condition_variable work_; // a descriptor is queued, or the closer ends
+    std::condition_variable idle_; // nothing queued and nothing closing
     std::deque<UniqueFd> queue_;
     std::size_t closing_ = 0;
     bool stop_ = false;

@@ -11,7 +11,7 @@ ChunkLimits ChunkLimits::checked() const
     constexpr uint64_t kPage = 4096;
     ChunkLimits l = *this;
     if (!(l.target_seconds > 0))
-        l.target_seconds = ChunkLimits{}.target_seconds;
+        l.target_seconds = ChunkLimits {}.target_seconds;
     l.align = std::max(kPage, l.align / kPage * kPage);
     l.min_chunk = std::max(l.align, (l.min_chunk + l.align - 1) / l.align * l.align);
     l.max_chunk = std::max(l.min_chunk, l.max_chunk);
@@ -36,8 +36,8 @@ ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &raw_limits
     plan.chunk_bytes = chunk;
 
     const uint64_t fit = limits.max_in_flight / chunk; // chunks the budget holds, the one being sent included
-    plan.windows = static_cast<unsigned>(std::clamp<uint64_t>(fit > 0 ? fit - 1 : 0, limits.min_windows,
-                                                              limits.max_windows));
+    plan.windows =
+        static_cast<unsigned>(std::clamp<uint64_t>(fit > 0 ? fit - 1 : 0, limits.min_windows, limits.max_windows));
     return plan;
 }
 

@@ -18,14 +18,14 @@
 namespace sanecopy {
 
 struct ChunkLimits {
-    double target_seconds = 0.125;               // device time per chunk: the 0.1–0.25 s band, low end
+    double target_seconds = 0.125; // device time per chunk: the 0.1–0.25 s band, low end
     uint64_t min_chunk = 256 * kKiB;
     uint64_t max_chunk = 8 * kMiB;
-    uint64_t start_chunk = kMiB;           // before the first measurement
-    uint64_t max_in_flight = 24 * kMiB;    // windows + the chunk being sent; well under 32 MiB
-    unsigned min_windows = 2;                     // fewer than two and the device idles between chunks
+    uint64_t start_chunk = kMiB;        // before the first measurement
+    uint64_t max_in_flight = 24 * kMiB; // windows + the chunk being sent; well under 32 MiB
+    unsigned min_windows = 2;           // fewer than two and the device idles between chunks
     unsigned max_windows = 8;
-    uint64_t align = 64 * kKiB;                   // chunk sizes stay page- and extent-friendly
+    uint64_t align = 64 * kKiB; // chunk sizes stay page- and extent-friendly
 
     // These limits made consistent, so every plan stays inside them: align at least a page; min_chunk a
     // multiple of align; max_chunk and start_chunk within [min_chunk, ...]; at least one window and
@@ -50,7 +50,8 @@ ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &limits = {
 class RateMeter {
 public:
     explicit RateMeter(double tau_seconds = 1.0, double min_interval = 0.05)
-        : tau_(tau_seconds), min_interval_(min_interval) {}
+        : tau_(tau_seconds), min_interval_(min_interval)
+    {}
 
     void start(double now, uint64_t total);
     void sample(double now, uint64_t total);

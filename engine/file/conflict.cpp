@@ -42,9 +42,9 @@ ConflictDecision resolve_conflict(const ExistingTarget &existing, ConflictPolicy
                     .with_detail("already exists; not overwritten (use --overwrite or --skip-existing)")};
     case ConflictPolicy::Overwrite:
         if (existing.is_dir)
-            return {Outcome::Fail, policy,
-                    Status::destination(EISDIR, "overwrite", target)
-                        .with_detail("is a folder; a file cannot replace it")};
+            return {
+                Outcome::Fail, policy,
+                Status::destination(EISDIR, "overwrite", target).with_detail("is a folder; a file cannot replace it")};
         break;
     case ConflictPolicy::Rename:
         break;

@@ -22,8 +22,8 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
         return route;
     }
     const bool same_fs = dest.st_dev == source_dev;
-    const bool fast_fixed = !dest.removable && !dest.rotational && !dest.block_device.empty() &&
-                            dest.writeback == WritebackMode::Windows;
+    const bool fast_fixed =
+        !dest.removable && !dest.rotational && !dest.block_device.empty() && dest.writeback == WritebackMode::Windows;
     route.write_through = dest.mount_flags.sync;
     route.clone_chain = (same_fs || fast_fixed) && !route.write_through;
     route.evict = true;
@@ -102,8 +102,7 @@ class Mover {
 public:
     Mover(int src, int dst, CopySession &session, const std::string &path, uint64_t start = 0)
         : src_(src), dst_(dst), session_(session), path_(path), dst_pos_known_(start == 0)
-    {
-    }
+    {}
 
     // Moves up to |len| bytes from offset |off| of the source to the same offset of the destination.
     // |moved| < len only at the source's end.
@@ -207,7 +206,7 @@ private:
     int src_, dst_;
     CopySession &session_;
     const std::string &path_;
-    bool dst_pos_known_;        // a fresh destination sits at 0; a resumed one must be positioned
+    bool dst_pos_known_; // a fresh destination sits at 0; a resumed one must be positioned
     uint64_t dst_pos_ = 0;
     bool last_was_buffered_ = false; // the last move went through session_.buffer (read/write)
 };
@@ -236,9 +235,18 @@ class ChunkedCopy {
 public:
     ChunkedCopy(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
                 ProgressCounters &counters, const std::string &path, FileCopyResult &result, uint64_t start)
-        : src_(src), dst_(dst), size_(size), session_(session), control_(control), counters_(counters), path_(path),
-          result_(result), source_(src, size, session.route.evict), windows_(dst, session.route.writeback, path),
-          mover_(src, dst, session, path, start), off_(start)
+        : src_(src),
+          dst_(dst),
+          size_(size),
+          session_(session),
+          control_(control),
+          counters_(counters),
+          path_(path),
+          result_(result),
+          source_(src, size, session.route.evict),
+          windows_(dst, session.route.writeback, path),
+          mover_(src, dst, session, path, start),
+          off_(start)
     {
         struct stat st {};
         // A sparse source (fewer blocks than its size needs) is copied data segment by data segment, so its
@@ -389,7 +397,7 @@ private:
     Mover mover_;
     uint64_t off_;
     bool sparse_ = false;
-    uint64_t data_end_ = 0;   // end of the data segment |off_| is in; looked up when reached
+    uint64_t data_end_ = 0; // end of the data segment |off_| is in; looked up when reached
     double next_checkpoint_ = 0;
 };
 

@@ -24,10 +24,10 @@ extern const char *const kReadSource;
 
 // How bytes move and how their writeback is kept bounded, decided once per job and destination.
 struct CopyRoute {
-    bool clone_chain = false;                     // FICLONE -> copy_file_range -> sendfile -> read/write
+    bool clone_chain = false; // FICLONE -> copy_file_range -> sendfile -> read/write
     WritebackMode writeback = WritebackMode::Windows;
-    bool evict = true;                            // drop our pages from the cache, source and destination
-    bool small_file_writeback = false;            // a small file starts its writeback when written
+    bool evict = true;                 // drop our pages from the cache, source and destination
+    bool small_file_writeback = false; // a small file starts its writeback when written
     // A "sync" mount writes every write through to the device before it returns. sendfile hands the filesystem
     // 64 KiB pieces, each then written and waited for on its own; on FAT in the VM that is as slow as dd, on
     // exFAT 1.09x dd. There bytes go by read/write in buffers of kWriteThroughBuffer, one write each.

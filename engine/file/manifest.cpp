@@ -31,7 +31,7 @@ void Sha256::update(const void *data, std::size_t len)
 
 Sha256Digest Sha256::finish()
 {
-    Sha256Digest d{};
+    Sha256Digest d {};
     sha256_digest(&ctx_->ctx, d.size(), d.data()); // also starts the context over
     return d;
 }
@@ -274,7 +274,7 @@ Status hash_from_device(int fd, const std::string &display, const JobControl &co
 CheckedFile check_one(int dirfd, const std::string &dir, const ManifestEntry &e, const JobControl &control,
                       Status &stop)
 {
-    CheckedFile r{e.name, CheckedFile::Result::Ok, {}};
+    CheckedFile r {e.name, CheckedFile::Result::Ok, {}};
     const std::string display = e.name.front() == '/' ? e.name : dir + "/" + e.name;
     UniqueFd fd(sys().openat(dirfd, e.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
     if (!fd) {
@@ -282,7 +282,7 @@ CheckedFile check_one(int dirfd, const std::string &dir, const ManifestEntry &e,
         r.status = Status::destination(errno, "open", display);
         return r;
     }
-    Sha256Digest digest{};
+    Sha256Digest digest {};
     if (Status s = hash_from_device(fd.get(), display, control, digest); !s) {
         if (s.err() == ECANCELED)
             stop = s;

@@ -52,7 +52,7 @@ std::string to_hex(const Sha256Digest &digest);
 
 struct ManifestEntry {
     std::string name; // as written in the manifest: relative to its folder, or absolute
-    Sha256Digest digest{};
+    Sha256Digest digest {};
 };
 
 // One manifest line, with its newline, escaped as sha256sum escapes it. Pure.
@@ -83,9 +83,9 @@ Status write_job_manifest(const std::string &manifest_path,
 
 struct CheckedFile {
     enum class Result { Ok, Mismatch, Missing, Unreadable };
-    std::string name;   // as the manifest names it
+    std::string name; // as the manifest names it
     Result result = Result::Ok;
-    Status status;      // Missing, Unreadable: why
+    Status status; // Missing, Unreadable: why
 };
 
 // Reads every file of the manifest back from its device (its cached pages are dropped first, and what the check

@@ -115,8 +115,7 @@ void SourceCache::drop_range(uint64_t from, uint64_t to)
 
 WritebackWindows::WritebackWindows(int fd, WritebackMode mode, std::string path)
     : fd_(fd), mode_(mode), path_(std::move(path))
-{
-}
+{}
 
 WritebackWindows::~WritebackWindows()
 {

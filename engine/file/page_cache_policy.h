@@ -112,9 +112,9 @@ private:
     std::thread syncer_;
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::size_t submitted_ = 0;   // windows handed to the syncer
-    std::size_t synced_ = 0;      // windows covered by a finished fdatasync
-    std::size_t waited_ = 0;      // windows whose completion this side has taken
+    std::size_t submitted_ = 0; // windows handed to the syncer
+    std::size_t synced_ = 0;    // windows covered by a finished fdatasync
+    std::size_t waited_ = 0;    // windows whose completion this side has taken
     int sync_error_ = 0;
     bool stop_ = false;
 };

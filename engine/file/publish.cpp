@@ -34,7 +34,7 @@ std::string part_name_for(const std::string &name)
         return part;
     // Keep it recognisable and unique per name: a prefix of the name plus a hash of the whole of it.
     char hash[17];
-    std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(name));
+    std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string> {}(name));
     return "." + name.substr(0, NAME_MAX - 1 - 16 - 1 - 5) + "~" + hash + ".part";
 }
 

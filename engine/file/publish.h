@@ -92,13 +92,13 @@ private:
     static PartFile named(SharedDirFd dir, const std::string &dir_path, const std::string &name);
     SharedDirFd dir_;
     UniqueFd fd_;
-    std::string name_;       // real name
-    std::string part_;       // part file name
-    std::string display_;    // dir_path/name, for messages
+    std::string name_;    // real name
+    std::string part_;    // part file name
+    std::string display_; // dir_path/name, for messages
     std::string dir_path_;
-    bool owned_ = false;     // the part file exists and is ours to remove
+    bool owned_ = false; // the part file exists and is ours to remove
     bool committed_ = false;
-    int created_bits_ = -1;  // the permission bits it got at creation (umask applied); -1: unknown
+    int created_bits_ = -1; // the permission bits it got at creation (umask applied); -1: unknown
 };
 
 // The bits a part file is created with for a source of |mode|: its permission bits, without set-user/group-ID
@@ -112,7 +112,7 @@ Status reserve_space(const PartFile &part, uint64_t from, uint64_t to);
 
 // How a written part file becomes its real name.
 struct PublishSteps {
-    bool syncs = true;                    // false onto tmpfs: memory is the device
+    bool syncs = true; // false onto tmpfs: memory is the device
     DataSync data_sync = DataSync::File;
     ConflictPolicy policy = ConflictPolicy::Refuse;
     // Called once the data is on the device, before verify.

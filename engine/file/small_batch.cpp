@@ -87,7 +87,11 @@ private:
 
 SmallFileBatch::SmallFileBatch(WritebackMode mode, GroupSync sync, BatchLimits limits, bool case_insensitive,
                                Hooks hooks, BackgroundCloser *closer)
-    : mode_(mode), sync_(sync), limits_(limits), case_insensitive_(case_insensitive), hooks_(std::move(hooks)),
+    : mode_(mode),
+      sync_(sync),
+      limits_(limits),
+      case_insensitive_(case_insensitive),
+      hooks_(std::move(hooks)),
       closer_(closer)
 {
     group_.max_bytes = std::max<uint64_t>(1, limits_.max_bytes / 16);
@@ -242,9 +246,7 @@ void SmallFileBatch::settle_inline(Group &group)
     // Copies: settle_data moves the files out of |group|.
     const SharedDirFd dir = group.files.front().part.dir();
     const std::string display = group.files.front().part.dir_path();
-    auto sync = [&] {
-        return sys().syncfs(dir->get()) < 0 ? Status::destination(errno, "syncfs", display) : Status();
-    };
+    auto sync = [&] { return sys().syncfs(dir->get()) < 0 ? Status::destination(errno, "syncfs", display) : Status(); };
     Group named = settle_data(group, sync());
     if (!named.files.empty())
         publish_group(named, sync());
@@ -378,7 +380,7 @@ void SmallFileBatch::discard()
 {
     // The unpublished part files go first, so no syncfs still to come writes them.
     close_unpublished();
-    filling_ = {};   // part files go with their PartFile
+    filling_ = {}; // part files go with their PartFile
     syncing_.clear();
     names_.clear();
     // Durable already: renamed, and reported once their names are durable, like those renamed before.

@@ -52,12 +52,12 @@ struct BatchedFile {
     std::string source;
     uint64_t bytes = 0;
     ConflictPolicy policy = ConflictPolicy::Refuse;
-    UniqueFd source_fd;     // kept for verify
-    std::string note;       // for its done event
-    std::string target;     // where it landed, once renamed
-    bool durable = false;   // its data was counted durable
+    UniqueFd source_fd;                 // kept for verify
+    std::string note;                   // for its done event
+    std::string target;                 // where it landed, once renamed
+    bool durable = false;               // its data was counted durable
     std::optional<Sha256Digest> digest; // of its source, when hashed
-    SharedDirFd source_dir;  // the source's folder and name, for a move to remove it once published
+    SharedDirFd source_dir;             // the source's folder and name, for a move to remove it once published
     std::string source_name;
 };
 
@@ -72,10 +72,10 @@ class BackgroundCloser;
 class SmallFileBatch {
 public:
     struct Hooks {
-        std::function<void(const BatchedFile &)> durable;     // its data is on the device
-        std::function<Status(const BatchedFile &)> verify;    // empty: no verify
-        std::function<void(BatchedFile &, Status)> failed;    // it was not published (its part file goes)
-        std::function<void(BatchedFile &)> published;         // its name is on the device too
+        std::function<void(const BatchedFile &)> durable;  // its data is on the device
+        std::function<Status(const BatchedFile &)> verify; // empty: no verify
+        std::function<void(BatchedFile &, Status)> failed; // it was not published (its part file goes)
+        std::function<void(BatchedFile &)> published;      // its name is on the device too
     };
 
     // |case_insensitive|: the filesystem matches names whatever their case (FAT, exFAT, NTFS). |closer|: where
@@ -102,7 +102,7 @@ private:
     struct Group {
         std::vector<BatchedFile> files;
         uint64_t bytes = 0;
-        uint64_t ticket = 0;   // the Syncer's, for its data (syncing_) or its names (naming_)
+        uint64_t ticket = 0; // the Syncer's, for its data (syncing_) or its names (naming_)
     };
     std::pair<int, std::string> key(const BatchedFile &f) const;
     void hand_off();
@@ -122,17 +122,17 @@ private:
     WritebackMode mode_;
     GroupSync sync_;
     BatchLimits limits_;
-    BatchLimits group_;           // the group being filled: growing up to limits_
+    BatchLimits group_; // the group being filled: growing up to limits_
     bool case_insensitive_;
     Hooks hooks_;
     Group filling_;
-    std::deque<Group> syncing_;   // data sync requested
-    std::deque<Group> naming_;    // renamed, name sync requested
-    Group durable_;               // with a closer: durable, renamed just before the next syncfs
+    std::deque<Group> syncing_;                   // data sync requested
+    std::deque<Group> naming_;                    // renamed, name sync requested
+    Group durable_;                               // with a closer: durable, renamed just before the next syncfs
     std::set<std::pair<int, std::string>> names_; // of files not renamed yet
-    SharedDirFd sync_dir_;        // what the Syncer's syncfs is called on
+    SharedDirFd sync_dir_;                        // what the Syncer's syncfs is called on
     std::unique_ptr<Syncer> syncer_;
-    BackgroundCloser *closer_;    // or null
+    BackgroundCloser *closer_; // or null
 };
 
 } // namespace sanecopy

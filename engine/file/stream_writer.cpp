@@ -229,7 +229,7 @@ Status StreamWriter::finish(std::string *final_path)
     if (Status s = settle_attributes(); !s)
         return fail(std::move(s));
 
-    PublishSteps steps{device_.writeback != WritebackMode::None, device_.data_sync, conflict_, {}, {}};
+    PublishSteps steps {device_.writeback != WritebackMode::None, device_.data_sync, conflict_, {}, {}};
     steps.on_durable = [this] { take_durable(offset_ - durable_); };
     std::string final_name;
     Status s = publish(part_, steps, &final_name);

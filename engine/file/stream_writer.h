@@ -121,11 +121,11 @@ private:
     ChunkLimits limits_;
     ChunkPlan plan_;
     RateMeter meter_;
-    uint64_t offset_ = 0;       // bytes handed to the kernel
-    uint64_t resumed_ = 0;      // bytes that were in the part file already
-    uint64_t chunk_start_ = 0;  // where the chunk being filled began
-    uint64_t durable_ = 0;      // bytes counted durable
-    uint64_t reserved_ = 0;     // bytes fallocate'd up front
+    uint64_t offset_ = 0;      // bytes handed to the kernel
+    uint64_t resumed_ = 0;     // bytes that were in the part file already
+    uint64_t chunk_start_ = 0; // where the chunk being filled began
+    uint64_t durable_ = 0;     // bytes counted durable
+    uint64_t reserved_ = 0;    // bytes fallocate'd up front
     Status broken_;
     bool finished_ = false;
 };

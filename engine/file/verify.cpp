@@ -96,8 +96,8 @@ bool same_bytes(int a, int b, uint64_t size, bool evict)
     bool same = true;
     for (uint64_t off = 0; same && off < size;) {
         const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
-        same = read_full(a, x.data(), want, off) == ssize_t(want) && read_full(b, y.data(), want, off) == ssize_t(want) &&
-               std::memcmp(x.data(), y.data(), want) == 0;
+        same = read_full(a, x.data(), want, off) == ssize_t(want) &&
+               read_full(b, y.data(), want, off) == ssize_t(want) && std::memcmp(x.data(), y.data(), want) == 0;
         off += want;
         a_cache.release_until(off);
         if (evict)

@@ -42,9 +42,9 @@ struct JobSpec {
     std::string destination;
     DestinationRule rule = DestinationRule::FollowCp;
     ConflictPolicy conflict = ConflictPolicy::Refuse;
-    uint64_t small_file_limit = kMiB;      // files up to this size are batched (small_batch.h)
-    uint64_t batch_bytes = 12 * kMiB;      // two groups' bytes stay within the dirty budget
-    unsigned batch_files = 4096;                  // and their descriptors within the process's limit
+    uint64_t small_file_limit = kMiB; // files up to this size are batched (small_batch.h)
+    uint64_t batch_bytes = 12 * kMiB; // two groups' bytes stay within the dirty budget
+    unsigned batch_files = 4096;      // and their descriptors within the process's limit
     ChunkLimits limits;
     // How often a big file's progress is made resumable after a crash or a pulled stick (CopySession).
     double checkpoint_seconds = 5.0;
@@ -85,11 +85,11 @@ struct JobSpec {
 struct JobEvent {
     enum class Kind { FileDone, Skipped, Error, Done };
     Kind kind = Kind::FileDone;
-    std::string path;     // source path (target path for Done)
-    std::string target;   // where it landed (FileDone), when known
-    std::string message;  // for Skipped and Error: what the user reads
-    Status status;        // for Error: its side, and whether the device was removed
-    LeftOut reason = LeftOut::None; // for Skipped
+    std::string path;                   // source path (target path for Done)
+    std::string target;                 // where it landed (FileDone), when known
+    std::string message;                // for Skipped and Error: what the user reads
+    Status status;                      // for Error: its side, and whether the device was removed
+    LeftOut reason = LeftOut::None;     // for Skipped
     std::optional<Sha256Digest> digest; // for FileDone of a file, with JobSpec::hash_sources
     uint64_t bytes = 0;
 };
@@ -100,7 +100,7 @@ struct JobSummary {
     uint64_t errors = 0;
     uint64_t bytes = 0;
     bool cancelled = false;
-    bool aborted = false; // ended early by a device-level error
+    bool aborted = false;        // ended early by a device-level error
     bool device_removed = false; // ... because the destination's device went away (a pulled stick)
     // Requested files not copied although nothing failed: refused before the first byte (too big for the
     // filesystem, a name it can't store, a special file in a folder) or skipped after an error. Skips the
@@ -123,8 +123,8 @@ struct JobPlan {
     bool device_known = false;
     uint64_t total_bytes = 0;
     uint64_t files = 0;
-    std::vector<Status> errors;   // sources that can't be copied at all, or a destination that can't be used
-    Status space;                 // not enough free space (checked where statfs knows it)
+    std::vector<Status> errors; // sources that can't be copied at all, or a destination that can't be used
+    Status space;               // not enough free space (checked where statfs knows it)
     // Entries that will be left out: special files, names or sizes the target filesystem refuses, folders that
     // can't be read.
     struct LeftOutEntry {

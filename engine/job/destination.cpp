@@ -59,8 +59,8 @@ bool is_within(const std::string &inner, const std::string &outer)
 {
     if (outer == "/")
         return true;
-    return inner == outer || (inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
-                              inner[outer.size()] == '/');
+    return inner == outer ||
+           (inner.size() > outer.size() && inner.compare(0, outer.size(), outer) == 0 && inner[outer.size()] == '/');
 }
 
 } // namespace
@@ -90,7 +90,8 @@ Status check_destination_shape(std::size_t sources, const std::string &dest, Des
 {
     const bool wants_dir = dest.back() == '/';
     if (rule == DestinationRule::ExactTarget && (sources != 1 || wants_dir))
-        return Status::from_errno(EINVAL, "destination", dest).with_detail("an exact target takes one source and a name");
+        return Status::from_errno(EINVAL, "destination", dest)
+            .with_detail("an exact target takes one source and a name");
     if (wants_dir && !dest_is_dir)
         return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
             .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"

@@ -18,18 +18,18 @@
 namespace sanecopy {
 
 struct CopyItem {
-    std::string source;       // as given
-    std::string source_dir;   // folder holding the source ("." when none was given)
+    std::string source;     // as given
+    std::string source_dir; // folder holding the source ("." when none was given)
     std::string source_name;
-    std::string target_dir;   // existing folder that receives it
+    std::string target_dir; // existing folder that receives it
     std::string target_name;
     bool source_is_dir = false;
 };
 
 struct Resolution {
     std::vector<CopyItem> items;
-    std::vector<Status> errors;  // per source (missing, into itself, ...): those sources are left out
-    Status fatal;                // the destination itself is unusable: nothing is copied
+    std::vector<Status> errors; // per source (missing, into itself, ...): those sources are left out
+    Status fatal;               // the destination itself is unusable: nothing is copied
 };
 
 // How DEST is read. FollowCp: cp's rules above. ExactTarget: DEST is the name the single source gets, even if a

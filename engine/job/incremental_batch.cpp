@@ -17,8 +17,7 @@ namespace sanecopy {
 
 IncrementalBatch::IncrementalBatch(BatchLimits limits, std::shared_ptr<BackgroundCloser> closer)
     : limits_(limits), closer_(std::move(closer))
-{
-}
+{}
 
 IncrementalBatch::~IncrementalBatch() { discard(); }
 
@@ -69,7 +68,7 @@ Result<bool> IncrementalBatch::open_small(const std::string &source, UniqueFd &i
         return Status::source(errno, "open source", source);
     if (sys().fstat(in.get(), &st) < 0)
         return Status::source(errno, "stat source", source);
-    if (!S_ISREG(st.st_mode) || uint64_t(st.st_size) > JobSpec{}.small_file_limit)
+    if (!S_ISREG(st.st_mode) || uint64_t(st.st_size) > JobSpec {}.small_file_limit)
         return false;
     sys().fcntl_setfl(in.get(), O_RDONLY);
     return true;
@@ -112,14 +111,14 @@ Result<bool> IncrementalBatch::add(const std::string &source, const std::string 
     CopySession session(choose_route(device_, st.st_dev));
     ProgressCounters counters;
     FileCopyResult copied;
-    Status s = copy_small_file_data(in.get(), part->fd(), uint64_t(st.st_size), session, counters,
-                                    part->display_path(), copied);
+    Status s = copy_small_file_data(in.get(), part->fd(), uint64_t(st.st_size), session, counters, part->display_path(),
+                                    copied);
     if (s)
         s = part->set_attributes(st.st_mode, st.st_mtim);
     if (!s)
         return s; // the part file is removed as |part| goes
-    batch_->add({std::move(part.value()), source, copied.copied, policy, UniqueFd(), {}, {}, false, std::nullopt,
-                 nullptr, {}});
+    batch_->add(
+        {std::move(part.value()), source, copied.copied, policy, UniqueFd(), {}, {}, false, std::nullopt, nullptr, {}});
     ++held_;
     return true;
 }

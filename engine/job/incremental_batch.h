@@ -62,7 +62,7 @@ private:
 
     BatchLimits limits_;
     std::shared_ptr<BackgroundCloser> closer_;
-    DeviceInfo device_;                   // of the files held, while batch_ is set
+    DeviceInfo device_; // of the files held, while batch_ is set
     std::unique_ptr<SmallFileBatch> batch_;
     // One descriptor a folder: the batch tells names apart by folder descriptor and name.
     std::map<std::string, SharedDirFd> dirs_;

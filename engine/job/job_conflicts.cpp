@@ -71,8 +71,8 @@ bool JobRunner::decide_conflict(FileTask &task, const ExistingTarget &existing)
     const std::string target = task.dst_display + "/" + task.dst_name;
     std::optional<ConflictAnswer> answer;
     if (existing.exists && spec_.ask_conflict)
-        answer = spec_.ask_conflict({task.source, target, task.entry.size, existing.size, existing.is_dir,
-                                     task.entry.mtime, existing.mtime});
+        answer = spec_.ask_conflict(
+            {task.source, target, task.entry.size, existing.size, existing.is_dir, task.entry.mtime, existing.mtime});
     const ConflictDecision d = resolve_conflict(existing, spec_.conflict, answer, target);
     switch (d.outcome) {
     case ConflictDecision::Outcome::Proceed:
@@ -135,8 +135,8 @@ std::optional<std::string> JobRunner::kept_both_before(const FileTask &task, con
         struct stat st {};
         if (sys().fstatat(task.dst_dir->get(), alt.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
             return std::nullopt;
-        const ExistingTarget there{true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
-        const bool same = link_target ? S_ISLNK(st.st_mode) && same_link(task, *link_target, alt)
+        const ExistingTarget there {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
+        const bool same = link_target  ? S_ISLNK(st.st_mode) && same_link(task, *link_target, alt)
                           : spec_.move ? S_ISREG(st.st_mode) && already_there(task, there, alt)
                                        : S_ISREG(st.st_mode) && published_before(task, there);
         if (same)
@@ -148,7 +148,8 @@ std::optional<std::string> JobRunner::kept_both_before(const FileTask &task, con
 // The digest of a file this job does not copy (JobSpec::resume), for the manifest: read from the source.
 bool JobRunner::hash_source(const FileTask &task, std::optional<Sha256Digest> &digest)
 {
-    UniqueFd in(sys().openat(task.src_dir->get(), task.src_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0));
+    UniqueFd in(
+        sys().openat(task.src_dir->get(), task.src_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0));
     Status s = in ? Status() : Status::source(errno, "open", task.source);
     SourceHash hash;
     if (s)
@@ -158,7 +159,6 @@ bool JobRunner::hash_source(const FileTask &task, std::optional<Sha256Digest> &d
         report_error(std::move(s), task.source);
     return ok;
 }
-
 
 } // namespace job_detail
 

@@ -45,7 +45,7 @@ Status JobRunner::open_source(const FileTask &task, UniqueFd &in, struct stat &s
 {
     // O_NONBLOCK: if the file was swapped for a FIFO since the walk, opening it must not wait for a writer.
     in.reset(sys().openat(task.src_dir->get(), task.src_name.c_str(),
-                            O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
+                          O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
     if (!in)
         return Status::source(errno, "open source", task.source);
     if (sys().fstat(in.get(), &st) < 0)
@@ -96,8 +96,16 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
     if (!s)
         return s; // the part file is removed as |part| goes
     // The batch holds the part's descriptor until its group is durable; the source's only when verify needs it.
-    batch_->add({std::move(part.value()), task.source, copied.copied, task.policy,
-                 spec_.verify ? std::move(in) : UniqueFd(), task.note, {}, false, digest, task.src_dir,
+    batch_->add({std::move(part.value()),
+                 task.source,
+                 copied.copied,
+                 task.policy,
+                 spec_.verify ? std::move(in) : UniqueFd(),
+                 task.note,
+                 {},
+                 false,
+                 digest,
+                 task.src_dir,
                  task.src_name});
     return {};
 }
@@ -112,9 +120,9 @@ Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const
         Result<PartFile> part = PartFile::reopen(task.dst_dir, task.dst_display, task.dst_name, have);
         struct stat part_st {};
         // A source changed since the part was last written is another file now: its old prefix is not ours.
-        const bool source_newer = part.ok() && (sys().fstat(part->fd(), &part_st) < 0 ||
-                                                 timespec_after(st.st_mtim, part_st.st_mtim) ||
-                                                 timespec_after(st.st_ctim, part_st.st_mtim));
+        const bool source_newer =
+            part.ok() && (sys().fstat(part->fd(), &part_st) < 0 || timespec_after(st.st_mtim, part_st.st_mtim) ||
+                          timespec_after(st.st_ctim, part_st.st_mtim));
         if (part.ok() && !source_newer) {
             auto reader = part->open_for_reading();
             start = reader.ok() ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits) : 0;
@@ -183,7 +191,7 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
                               const FileCopyResult &copied, const std::optional<Sha256Digest> &digest,
                               AttemptBytes &bytes)
 {
-    PublishSteps steps{syncs(), device_.data_sync, task.policy, {}, {}};
+    PublishSteps steps {syncs(), device_.data_sync, task.policy, {}, {}};
     steps.on_durable = [&] {
         session_.count_durable(copied.copied - copied.durable, counters_);
         bytes.durable = copied.copied;
@@ -226,7 +234,6 @@ Status JobRunner::verify_part(const PartFile &part, int source, uint64_t size)
     counters_.set_current_file(part.display_path() + " (verifying)");
     return verify_copy(source, reader->get(), size, part.display_path(), session_.route.evict, &control_);
 }
-
 
 } // namespace job_detail
 

@@ -18,8 +18,8 @@ bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root
 {
     const CopyItem &item = plan.item;
     if (hashes() || !syncs() ||
-        sys().renameat2(src_root->get(), item.source_name.c_str(), dst_root->get(), target_rel(item.target_name).c_str(),
-                        RENAME_NOREPLACE) < 0)
+        sys().renameat2(src_root->get(), item.source_name.c_str(), dst_root->get(),
+                        target_rel(item.target_name).c_str(), RENAME_NOREPLACE) < 0)
         return false;
     // Both folders' entries on the device: the new name, and the old one gone.
     Status s = sync_directory(dst_root->get(), item.target_dir);
@@ -66,7 +66,6 @@ void JobRunner::remove_moved_dirs(ItemWalk &walk)
                          join(walk.src.display(), *it));
     }
 }
-
 
 } // namespace job_detail
 

@@ -36,7 +36,7 @@ struct ProgressSnapshot {
     std::string current_file;
     double device_bytes_per_sec = 0;
     int64_t own_dirty_bytes = -1; // -1: unknown (no cachestat, or nothing written yet)
-    double eta_seconds = -1; // unknown
+    double eta_seconds = -1;      // unknown
     double elapsed_seconds = 0;
 };
 
@@ -54,8 +54,7 @@ class Job {
 public:
     Job(uint64_t id, JobSpec spec, std::shared_ptr<JobObserver> observer)
         : id_(id), spec_(std::move(spec)), observer_(std::move(observer))
-    {
-    }
+    {}
     uint64_t id() const { return id_; }
     const JobSpec &spec() const { return spec_; }
     void pause() { control_.pause(); }
@@ -74,7 +73,7 @@ private:
     std::shared_ptr<JobObserver> observer_;
     JobControl control_;
     ProgressCounters counters_;
-    std::atomic<double> started_{0}; // written by the lane, read by snapshot() from any thread
+    std::atomic<double> started_ {0}; // written by the lane, read by snapshot() from any thread
     mutable std::mutex done_mutex_;
     mutable std::condition_variable done_cv_;
     bool finished_ = false;

@@ -120,7 +120,8 @@ bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::s
 // The manifest, through the publish pipeline like any file: durable before the job says it is done.
 void JobRunner::write_job_manifest_now()
 {
-    const std::string path = spec_.manifest_path.empty() ? default_manifest_path(spec_.destination) : spec_.manifest_path;
+    const std::string path =
+        spec_.manifest_path.empty() ? default_manifest_path(spec_.destination) : spec_.manifest_path;
     if (Status s = write_job_manifest(path, hashed_); !s) {
         report_error(std::move(s), path);
         return;

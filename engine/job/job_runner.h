@@ -52,8 +52,7 @@ class DirCache {
 public:
     DirCache(SharedDirFd root, std::string root_display, Side side)
         : root_(std::move(root)), display_(std::move(root_display)), side_(side)
-    {
-    }
+    {}
 
     SharedDirFd get(const std::string &rel, Status &error)
     {
@@ -98,23 +97,23 @@ struct ItemWalk {
     const ItemPlan &plan;
     DirCache src;
     DirCache dst;
-    std::vector<FinishedDir> dirs;       // created here, their attributes set once they are full
+    std::vector<FinishedDir> dirs;         // created here, their attributes set once they are full
     std::optional<std::string> failed_dir; // could not be created: what it holds is passed over
-    std::vector<std::string> moved_dirs; // a move's source folders (below the source's folder), pre-order
+    std::vector<std::string> moved_dirs;   // a move's source folders (below the source's folder), pre-order
 };
 
 // One regular file on its way from its source folder to its target folder.
 struct FileTask {
     const PlanEntry &entry;
-    std::string source;        // for messages and events
+    std::string source; // for messages and events
     SharedDirFd src_dir;
     std::string src_name;
     SharedDirFd dst_dir;
-    std::string dst_display;   // the target folder
+    std::string dst_display; // the target folder
     std::string dst_name;
-    bool target_free = false;  // in a folder this job created, under a name it has not used: nothing is there
+    bool target_free = false; // in a folder this job created, under a name it has not used: nothing is there
     ConflictPolicy policy = ConflictPolicy::Refuse;
-    std::string note;          // for its done event
+    std::string note; // for its done event
 };
 
 // What one attempt at a file put into the progress counters, so a failed attempt can take it back.

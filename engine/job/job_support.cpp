@@ -62,7 +62,10 @@ bool timespec_after(const struct timespec &a, const struct timespec &b)
     return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
 }
 
-std::string join_notes(const std::string &a, const std::string &b) { return a.empty() ? b : b.empty() ? a : a + "; " + b; }
+std::string join_notes(const std::string &a, const std::string &b)
+{
+    return a.empty() ? b : b.empty() ? a : a + "; " + b;
+}
 
 // Where an entry below an item goes, relative to the item's target folder: the same path, or with
 // JobSpec::rename_invalid every component the filesystem refuses under its safe name.
@@ -74,8 +77,8 @@ std::string target_rel(const std::string &rel, const JobSpec &spec, const FsLimi
     size_t start = 0;
     for (;;) {
         const size_t slash = rel.find('/', start);
-        out = join(out, safe_name(rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start),
-                                  limits));
+        out = join(
+            out, safe_name(rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start), limits));
         if (slash == std::string::npos)
             return out;
         start = slash + 1;

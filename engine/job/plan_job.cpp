@@ -47,8 +47,7 @@ static uint64_t left_by_interrupted_run(const std::string &target, const PlanEnt
         return uint64_t(st.st_blocks) * 512;
     const std::size_t slash = target.rfind('/') + 1; // absolute: there is one
     const std::string part = target.substr(0, slash) + part_name_for(target.substr(slash));
-    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(st.st_mode))
+    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
         return uint64_t(st.st_blocks) * 512;
     return 0;
 }
@@ -69,11 +68,11 @@ namespace {
 // new both stand until the new one takes the name). Asked file by file, it is counted in full.
 struct SpaceCount {
     SpaceCount(const JobSpec &spec, const DeviceInfo &device)
-        : unit(std::max<uint64_t>(4096, device.allocation_unit)), budget(fit_budget(spec, device)),
+        : unit(std::max<uint64_t>(4096, device.allocation_unit)),
+          budget(fit_budget(spec, device)),
           skip_taken(spec.conflict == ConflictPolicy::Skip && !spec.ask_conflict),
           replace_taken(spec.conflict == ConflictPolicy::Overwrite && !spec.ask_conflict)
-    {
-    }
+    {}
     // Rounded to what each file takes at least (a block, a FAT cluster); metadata is not counted, so the plan
     // catches the clear cases up front and ENOSPC mid-copy is still handled.
     uint64_t rounded(uint64_t bytes) const { return (bytes + unit - 1) / unit * unit; }
@@ -98,8 +97,8 @@ void probe_destination(JobPlan &plan)
 
 // A folder onto a folder merges; a file or link onto any name in use is a conflict, which the plan lists.
 // Returns what the entry takes once the job has dealt with the name (SpaceCount).
-uint64_t note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const std::string &target,
-                    uint64_t takes, SpaceCount &space)
+uint64_t note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const std::string &target, uint64_t takes,
+                    SpaceCount &space)
 {
     struct stat st {};
     if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -122,8 +121,7 @@ uint64_t note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, con
 }
 
 // What the entry will take on the device.
-uint64_t space_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const JobSpec &spec,
-                     SpaceCount &space)
+uint64_t space_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const JobSpec &spec, SpaceCount &space)
 {
     const std::string target =
         join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
@@ -211,8 +209,8 @@ DiscardResult discard_unfinished(const JobSpec &spec)
         for (const PlanEntry &e : item.entries) {
             if (e.kind != EntryKind::File)
                 continue;
-            const auto [dir_rel, name] = split_rel(target_rel(join(item.item.target_name, e.rel), spec,
-                                                              plan.device.limits));
+            const auto [dir_rel, name] =
+                split_rel(target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
             const std::string part = join(join(item.item.target_dir, dir_rel), part_name_for(name));
             if (sys().unlinkat(AT_FDCWD, part.c_str(), 0) == 0)
                 ++result.removed;
@@ -222,6 +220,5 @@ DiscardResult discard_unfinished(const JobSpec &spec)
     }
     return result;
 }
-
 
 } // namespace sanecopy

@@ -16,7 +16,7 @@ namespace job_detail {
 
 JobRunner::JobRunner(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
                      const JobEventSink &sink)
-    : spec_(spec), control_(control), counters_(counters), sink_(sink), session_(CopyRoute{}, spec.limits.checked())
+    : spec_(spec), control_(control), counters_(counters), sink_(sink), session_(CopyRoute {}, spec.limits.checked())
 {
     session_.checkpoint_seconds = spec.checkpoint_seconds;
 }
@@ -52,8 +52,7 @@ JobSummary JobRunner::run()
     }
     finish();
     summary_.seconds = monotonic_seconds() - started;
-    counters_.state.store(summary_.cancelled ? JobState::Cancelled
-                                             : summary_.ok() ? JobState::Done : JobState::Failed);
+    counters_.state.store(summary_.cancelled ? JobState::Cancelled : summary_.ok() ? JobState::Done : JobState::Failed);
     JobEvent done;
     done.kind = JobEvent::Kind::Done;
     done.path = spec_.destination;
@@ -77,7 +76,7 @@ void JobRunner::start(JobPlan &plan)
     }
     // A batched file holds a descriptor (two with verify) until its group is published, and two groups are
     // open at a time: keep that well inside the process's limit, other lanes and the GUI included.
-    BatchLimits limits{spec_.batch_bytes, spec_.batch_files};
+    BatchLimits limits {spec_.batch_bytes, spec_.batch_files};
     if (struct rlimit rl {}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         limits.max_files = std::max<std::size_t>(8, std::min<std::size_t>(limits.max_files, rl.rlim_cur / 8));
     // Where each close sleeps 100 ms (vfat "flush", as UDisks2 mounts FAT), published files are closed on the
@@ -142,8 +141,12 @@ void JobRunner::run_item(const ItemPlan &plan)
     session_.route = choose_route(device_, root_st.st_dev);
     if (spec_.move && root_st.st_dev == device_.st_dev && move_by_rename(plan, src_root, dst_root))
         return;
-    ItemWalk walk{plan, DirCache(src_root, item.source_dir, Side::Source),
-                  DirCache(dst_root, item.target_dir, Side::Destination), {}, {}, {}};
+    ItemWalk walk {plan,
+                   DirCache(src_root, item.source_dir, Side::Source),
+                   DirCache(dst_root, item.target_dir, Side::Destination),
+                   {},
+                   {},
+                   {}};
     walk_item(walk);
 }
 
@@ -199,11 +202,13 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
     const std::string dst_rel = target_rel(join(item.target_name, entry.rel));
     auto [src_parent_rel, src_name] = split_rel(join(item.source_name, entry.rel));
     auto [dst_parent_rel, dst_name] = split_rel(dst_rel);
-    FileTask task{entry, source, {}, src_name, {}, join(walk.dst.display(), dst_parent_rel), dst_name,
-                  false, ConflictPolicy::Refuse, {}};
+    FileTask task {entry,    source, {},
+                   src_name, {},     join(walk.dst.display(), dst_parent_rel),
+                   dst_name, false,  ConflictPolicy::Refuse,
+                   {}};
     Status error;
     task.dst_dir = walk.dst.get(dst_parent_rel, error);
-    task.src_dir = task.dst_dir ? walk.src.get(src_parent_rel, error) : SharedDirFd{};
+    task.src_dir = task.dst_dir ? walk.src.get(src_parent_rel, error) : SharedDirFd {};
     if (!task.src_dir) {
         report_error(std::move(error), source);
         return;
@@ -318,7 +323,6 @@ void JobRunner::finish_dirs(ItemWalk &walk)
         }
     }
 }
-
 
 } // namespace job_detail
 

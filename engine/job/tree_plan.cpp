@@ -129,8 +129,8 @@ ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_e
     plan.entries.push_back(entry_from_stat(st, ""));
     if (!S_ISDIR(st.st_mode))
         return plan;
-    UniqueFd root(sys().openat(parent.get(), item.source_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-                            0));
+    UniqueFd root(
+        sys().openat(parent.get(), item.source_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
     if (!root) {
         on_error(Status::source(errno, "open folder", item.source));
         plan.entries.clear();

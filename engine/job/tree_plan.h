@@ -23,21 +23,21 @@ enum class EntryKind { Directory, File, Symlink, Special };
 // Why an entry is left out of a copy, for front ends that count or word the reasons themselves.
 enum class LeftOut {
     None,
-    SpecialFile,   // a FIFO, socket or device node
-    RefusedName,   // a name the destination's filesystem can't store
-    TooBig,        // larger than one file on the destination's filesystem can be
-    Unreadable,    // a folder that can't be listed
-    Exists,        // the target exists and the conflict policy (or answer) said skip
-    AfterError,    // the user chose to skip it after it failed
-    NoRoom,        // JobSpec::fit_to_space: what fits went first, and this did not
+    SpecialFile, // a FIFO, socket or device node
+    RefusedName, // a name the destination's filesystem can't store
+    TooBig,      // larger than one file on the destination's filesystem can be
+    Unreadable,  // a folder that can't be listed
+    Exists,      // the target exists and the conflict policy (or answer) said skip
+    AfterError,  // the user chose to skip it after it failed
+    NoRoom,      // JobSpec::fit_to_space: what fits went first, and this did not
 };
 const char *to_string(LeftOut reason);
 
 struct PlanEntry {
     EntryKind kind = EntryKind::File;
-    std::string rel;          // below the item's root, "" for the root itself; '/'-separated
+    std::string rel; // below the item's root, "" for the root itself; '/'-separated
     uint64_t size = 0;
-    uint64_t allocated = 0;   // st_blocks * 512: what a sparse file really needs on the target
+    uint64_t allocated = 0; // st_blocks * 512: what a sparse file really needs on the target
     mode_t mode = 0;
     struct timespec mtime {};
     dev_t dev = 0;

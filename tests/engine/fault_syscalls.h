@@ -19,25 +19,25 @@ namespace sanecopy::test {
 
 struct FaultSyscalls : Syscalls {
     // Knobs (set before the copy starts).
-    int ficlone_errno = EOPNOTSUPP;   // ext4 has no reflinks anyway; tests that want a clone set 0
+    int ficlone_errno = EOPNOTSUPP; // ext4 has no reflinks anyway; tests that want a clone set 0
     int copy_file_range_errno = 0;
     int sendfile_errno = 0;
-    int data_errno = 0;               // any data call fails with this once |fail_after_bytes| have moved
+    int data_errno = 0; // any data call fails with this once |fail_after_bytes| have moved
     uint64_t fail_after_bytes = UINT64_MAX;
-    size_t max_transfer = 0;          // 0: no cap; else short transfers of at most this many bytes
-    int eintr_every = 0;              // every Nth data call returns EINTR first
+    size_t max_transfer = 0; // 0: no cap; else short transfers of at most this many bytes
+    int eintr_every = 0;     // every Nth data call returns EINTR first
     int fdatasync_errno = 0;
     int syncfs_errno = 0;
-    std::chrono::microseconds data_delay{0};
+    std::chrono::microseconds data_delay {0};
     std::function<void(const char *path, int flags)> on_open;
 
     // What happened.
-    std::atomic<int> ficlone_calls{0}, copy_file_range_calls{0}, sendfile_calls{0}, pwrite_calls{0};
-    std::atomic<int> fdatasync_calls{0}, fsync_calls{0}, syncfs_calls{0}, sync_file_range_calls{0};
-    std::atomic<int> sync_file_range_waits{0}, dontneed_calls{0}, eintr_injected{0};
-    std::atomic<uint64_t> moved{0};
-    std::atomic<int> data_calls{0};
-    std::atomic<int> in_data_call{0}, max_concurrent_data_calls{0};
+    std::atomic<int> ficlone_calls {0}, copy_file_range_calls {0}, sendfile_calls {0}, pwrite_calls {0};
+    std::atomic<int> fdatasync_calls {0}, fsync_calls {0}, syncfs_calls {0}, sync_file_range_calls {0};
+    std::atomic<int> sync_file_range_waits {0}, dontneed_calls {0}, eintr_injected {0};
+    std::atomic<uint64_t> moved {0};
+    std::atomic<int> data_calls {0};
+    std::atomic<int> in_data_call {0}, max_concurrent_data_calls {0};
 
     // Returns 0 to go on with |len| (possibly capped), or an errno to fail with.
     int before_data(size_t &len)

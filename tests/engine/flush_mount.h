@@ -26,9 +26,9 @@ namespace sanecopy::test {
 // overlap, whether the file had its real name by then and a sync had come since it was created, and fails the close
 // of one chosen part file with EIO. flush_everywhere() makes the probe see "flush" on every mount.
 struct FlushMount : FaultSyscalls {
-    std::chrono::milliseconds sleep{20};
-    std::string failing_part;   // ".<name>.part" whose close fails
-    std::string mountinfo;      // when set: served as /proc/self/mountinfo
+    std::chrono::milliseconds sleep {20};
+    std::string failing_part; // ".<name>.part" whose close fails
+    std::string mountinfo;    // when set: served as /proc/self/mountinfo
     std::mutex mutex;
     struct Part {
         std::string dir; // by path: its descriptor may be closed before the file is
@@ -37,8 +37,8 @@ struct FlushMount : FaultSyscalls {
     };
     std::map<int, Part> part_fds; // by descriptor
     int failing_fd = -1;
-    std::atomic<int> closing{0}, most_closing{0}, part_closes{0}, closes_done{0}, closes_off_job_thread{0},
-        closes_after_rename{0}, closes_of_present_parts{0}, failed_closes{0}, syncs{0}, closes_after_sync{0};
+    std::atomic<int> closing {0}, most_closing {0}, part_closes {0}, closes_done {0}, closes_off_job_thread {0},
+        closes_after_rename {0}, closes_of_present_parts {0}, failed_closes {0}, syncs {0}, closes_after_sync {0};
     std::thread::id job_thread = std::this_thread::get_id();
 
     // Every mount of this machine as if it had vfat's "flush" among its options.

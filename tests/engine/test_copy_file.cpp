@@ -27,15 +27,15 @@ struct Files {
 
 Files open_pair(const std::string &src, const std::string &dst)
 {
-    Files f{UniqueFd(::open(src.c_str(), O_RDONLY | O_CLOEXEC)),
-            UniqueFd(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644))};
+    Files f {UniqueFd(::open(src.c_str(), O_RDONLY | O_CLOEXEC)),
+             UniqueFd(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644))};
     REQUIRE(f.src.valid());
     REQUIRE(f.dst.valid());
     return f;
 }
 
-Status copy_with(CopyRoute route, const std::string &src, const std::string &dst, uint64_t size,
-                 FileCopyResult &result, ProgressCounters &counters, CopySession *shared = nullptr)
+Status copy_with(CopyRoute route, const std::string &src, const std::string &dst, uint64_t size, FileCopyResult &result,
+                 ProgressCounters &counters, CopySession *shared = nullptr)
 {
     CopySession local(route);
     CopySession &session = shared ? *shared : local;
@@ -109,7 +109,7 @@ TEST_CASE("copy file to file: on a sync mount bytes go by read/write in big writ
     ScopedSyscalls seam(fs);
     ProgressCounters counters;
     FileCopyResult result;
-    CopySession session(route, ChunkLimits{}.checked());
+    CopySession session(route, ChunkLimits {}.checked());
     REQUIRE(copy_with(route, t / "src", t / "dst", file_size(t / "src"), result, counters, &session).ok());
     CHECK(same_bytes(t / "src", t / "dst"));
     CHECK(fs.sendfile_calls == 0);
@@ -167,7 +167,7 @@ TEST_CASE("copy file to file: EXDEV from copy_file_range falls back to sendfile 
     CHECK(fs.copy_file_range_calls == 1); // sticky: tried once, never again
     CHECK_FALSE(session.copy_file_range_works);
     CHECK(fs.sendfile_calls > 0);
-    CHECK(fs.ficlone_calls == 1);         // EOPNOTSUPP from FICLONE is sticky too
+    CHECK(fs.ficlone_calls == 1); // EOPNOTSUPP from FICLONE is sticky too
 }
 
 TEST_CASE("copy file to file: EINVAL from sendfile falls back to read/write")
@@ -219,11 +219,11 @@ TEST_CASE("copy file to file: ChunkSync mode makes every window durable with fda
     ScopedSyscalls seam(fs);
     ProgressCounters counters;
     FileCopyResult result;
-    CopyRoute route{false, WritebackMode::ChunkSync, true};
+    CopyRoute route {false, WritebackMode::ChunkSync, true};
     REQUIRE(copy_with(route, t / "src", t / "dst", 32 * MiB, result, counters).ok());
     CHECK(same_bytes(t / "src", t / "dst"));
-    CHECK(fs.fdatasync_calls >= 2);         // one per batch of finished windows, from the helper thread
-    CHECK(fs.sync_file_range_calls == 0);   // it can't reach FUSE's data, so it isn't used
+    CHECK(fs.fdatasync_calls >= 2);       // one per batch of finished windows, from the helper thread
+    CHECK(fs.sync_file_range_calls == 0); // it can't reach FUSE's data, so it isn't used
     CHECK(result.durable == 32 * MiB);
 }
 
@@ -236,7 +236,7 @@ TEST_CASE("copy file to file: tmpfs route does no syncing and no eviction")
     ScopedSyscalls seam(fs);
     ProgressCounters counters;
     FileCopyResult result;
-    CopyRoute route{true, WritebackMode::None, false};
+    CopyRoute route {true, WritebackMode::None, false};
     REQUIRE(copy_with(route, t / "src", t / "dst", 4 * MiB, result, counters).ok());
     CHECK(same_bytes(t / "src", t / "dst"));
     CHECK(fs.sync_file_range_calls == 0);

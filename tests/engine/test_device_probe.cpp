@@ -60,7 +60,7 @@ public:
     struct statfs folder_statfs {};
     std::string mountinfo_fixture; // served as /proc/self/mountinfo
     std::map<std::string, dev_t> block_nodes;
-    uid_t euid = 1000;    // who the probe runs as
+    uid_t euid = 1000; // who the probe runs as
 
     int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
     {
@@ -209,7 +209,7 @@ TEST_CASE("mountinfo: malformed lines are skipped and the rest kept", "[device_p
     std::vector<int> ids;
     for (const auto &m : mounts)
         ids.push_back(m.mount_id);
-    CHECK(ids == std::vector<int>{22, 28});
+    CHECK(ids == std::vector<int> {22, 28});
     // An empty source is a legal field, not a malformed line.
     CHECK(by_id(mounts, 28).source.empty());
     CHECK(by_id(mounts, 28).super_options == "rw");
@@ -366,7 +366,10 @@ TEST_CASE("name_problem: a trailing dot or space is refused on FAT and exFAT, no
 TEST_CASE("name_problem: ordinary names pass on FAT, and anything passes on ext4", "[device_probe]")
 {
     const FsLimits fat = fs_limits_for("vfat");
-    for (const char *name : {"Report (final) 2024.pdf", ".hidden", "\xc3\x9c" "bung \xe2\x82\xac.txt", "a.b.c", "."}) {
+    for (const char *name : {"Report (final) 2024.pdf", ".hidden",
+                             "\xc3\x9c"
+                             "bung \xe2\x82\xac.txt",
+                             "a.b.c", "."}) {
         CAPTURE(name);
         CHECK(name_problem(name, fat).empty());
     }
@@ -541,8 +544,7 @@ TEST_CASE("probe_device: a temp folder lies under its mount point and has free s
     CAPTURE(path, info.mount_point, info.fs_type);
     REQUIRE_FALSE(info.mount_point.empty());
     CHECK(path.rfind(info.mount_point, 0) == 0);
-    CHECK((info.mount_point == "/" || path.size() == info.mount_point.size() ||
-           path[info.mount_point.size()] == '/'));
+    CHECK((info.mount_point == "/" || path.size() == info.mount_point.size() || path[info.mount_point.size()] == '/'));
     CHECK_FALSE(info.fs_type.empty());
     CHECK(info.fs_magic != 0);
     struct stat st {};
@@ -719,8 +721,8 @@ TEST_CASE("probe_device: without a readable mountinfo it still succeeds and goes
 
 TEST_CASE("fuseblk: udev's record names the filesystem", "[device_probe]")
 {
-    CHECK(parse_udev_fs_type("S:disk/by-uuid/1234\nE:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=exfat\nE:ID_FS_LABEL=STICK\n") ==
-          "exfat");
+    CHECK(parse_udev_fs_type(
+              "S:disk/by-uuid/1234\nE:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=exfat\nE:ID_FS_LABEL=STICK\n") == "exfat");
     CHECK(parse_udev_fs_type("E:ID_BUS=usb\n").empty());
 }
 
@@ -754,7 +756,8 @@ TEST_CASE("udev records: the label unescaped, the maker and model without paddin
     CHECK(parse_udev_label("E:ID_FS_TYPE=vfat\nE:ID_FS_LABEL_FATBOOT=NO NAME\n").empty());
     CHECK(parse_udev_model("E:ID_VENDOR_ENC=SanDisk\\x20\nE:ID_MODEL_ENC=Cruzer\\x20Blade\\x20\\x20\\x20\\x20\n") ==
           "SanDisk Cruzer Blade");
-    CHECK(parse_udev_model("E:ID_VENDOR=Kingston\nE:ID_MODEL=Kingston_DataTraveler\nE:ID_MODEL_ENC=Kingston\\x20DataTraveler\n") ==
+    CHECK(parse_udev_model(
+              "E:ID_VENDOR=Kingston\nE:ID_MODEL=Kingston_DataTraveler\nE:ID_MODEL_ENC=Kingston\\x20DataTraveler\n") ==
           "Kingston DataTraveler");
     CHECK(parse_udev_model("E:ID_MODEL=Flash_Disk\n") == "Flash_Disk");
     CHECK(parse_udev_model("E:ID_FS_TYPE=vfat\n").empty());
@@ -785,11 +788,11 @@ TEST_CASE("removable_mounts: sticks and card readers, named as the desktop names
 
 TEST_CASE("removable_mounts: a device mounted twice is one entry, and two of a name are told apart", "[device_probe]")
 {
-    const auto mounts = parse_mountinfo(
-        "29 22 8:17 /DCIM /home/anna/Photos rw - vfat /dev/sdb1 rw\n"
-        "30 22 8:17 / /media/anna/Generic\\040USB\\040SD\\040Reader rw - vfat /dev/sdb1 rw\n"
-        "31 22 8:33 / /mnt/usb rw - ext4 /dev/sdc1 rw\n"
-        "33 22 7:3 / /mnt/loop rw - ext4 /dev/loop3 rw\n");
+    const auto mounts =
+        parse_mountinfo("29 22 8:17 /DCIM /home/anna/Photos rw - vfat /dev/sdb1 rw\n"
+                        "30 22 8:17 / /media/anna/Generic\\040USB\\040SD\\040Reader rw - vfat /dev/sdb1 rw\n"
+                        "31 22 8:33 / /mnt/usb rw - ext4 /dev/sdc1 rw\n"
+                        "33 22 7:3 / /mnt/loop rw - ext4 /dev/loop3 rw\n");
     const auto found = removable_mounts(mounts, kSysfs, "");
     REQUIRE(found.size() == 2);
     CHECK(found[0].mount_point == "/media/anna/Generic USB SD Reader"); // not the bind mount of its DCIM folder

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr BatchLimits kLimits{4 * 1024 * 1024, 16};
+constexpr BatchLimits kLimits {4 * 1024 * 1024, 16};
 
 // |count| small source files in |t|/src, and an empty |t|/dst.
 void make_sources(const TempDir &t, int count)

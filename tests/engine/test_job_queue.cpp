@@ -210,7 +210,8 @@ TEST_CASE("job queue: jobs to different devices run at the same time")
     ScopedSyscalls seam(fs);
     auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
     const std::string lane = "test-device-" + std::to_string(::getpid()) + "-";
-    JobQueue queue(0.05, [lane](const JobSpec &spec) { return lane + spec.destination.substr(spec.destination.size() - 6); });
+    JobQueue queue(0.05,
+                   [lane](const JobSpec &spec) { return lane + spec.destination.substr(spec.destination.size() - 6); });
     auto ja = queue.submit(spec_of(t / "a", t / "a.copy"), ra);
     auto jb = queue.submit(spec_of(t / "b", t / "b.copy"), rb);
     REQUIRE(ja->wait().ok());

@@ -31,8 +31,9 @@ Sha256Digest sha_of(const std::string &bytes)
 // Names that need every escape and none: a space, a newline, a backslash, a carriage return, Latin-1 bytes
 // that are not UTF-8, and plain UTF-8.
 const std::vector<std::string> kAwkwardNames = {
-    "plain.txt", "with space.txt", "new\nline.txt", "back\\slash.txt", "carriage\rreturn.txt",
-    "latin1-\xe9t\xe9.txt", "utf8-été.txt",
+    "plain.txt",       "with space.txt",       "new\nline.txt",
+    "back\\slash.txt", "carriage\rreturn.txt", "latin1-\xe9t\xe9.txt",
+    "utf8-été.txt",
 };
 
 std::string run_output(const std::string &command)
@@ -67,7 +68,7 @@ TEST_CASE("sha256: the standard test vectors, in one piece and in many")
 TEST_CASE("manifest lines: every awkward name goes out and comes back")
 {
     for (const std::string &name : kAwkwardNames) {
-        const ManifestEntry e{name, sha_of(name)};
+        const ManifestEntry e {name, sha_of(name)};
         const std::string line = format_manifest_line(e);
         REQUIRE(line.back() == '\n');
         CHECK(std::count(line.begin(), line.end(), '\n') == 1); // a newline in a name never splits the line
@@ -102,7 +103,8 @@ TEST_CASE("manifest lines: what the real sha256sum writes is read, and what we w
         write_text_file(t / name, content[name]);
     }
     // Its own output, every name passed through a NUL-separated list so the shell never sees them.
-    const std::string theirs = run_output("cd '" + t.path() + "' && find . -maxdepth 1 -type f -printf '%P\\0' | "
+    const std::string theirs = run_output("cd '" + t.path() +
+                                          "' && find . -maxdepth 1 -type f -printf '%P\\0' | "
                                           "xargs -0 sha256sum");
     std::size_t unparsed = 0;
     const std::vector<ManifestEntry> parsed = parse_manifest(theirs, &unparsed);
@@ -168,12 +170,12 @@ TEST_CASE("check: a flipped byte and a missing file are found, and an intact cop
         REQUIRE(check_manifest(t / "SHA256SUMS", control, [&](const CheckedFile &f) { r[f.name] = f.result; }).ok());
         return r;
     };
-    CHECK(results() == std::map<std::string, CheckedFile::Result>{{"a", CheckedFile::Result::Ok},
-                                                                  {"b", CheckedFile::Result::Ok}});
+    CHECK(results() ==
+          std::map<std::string, CheckedFile::Result> {{"a", CheckedFile::Result::Ok}, {"b", CheckedFile::Result::Ok}});
     write_text_file(t / "a", "first filE");
     REQUIRE(::unlink((t / "b").c_str()) == 0);
-    CHECK(results() == std::map<std::string, CheckedFile::Result>{{"a", CheckedFile::Result::Mismatch},
-                                                                  {"b", CheckedFile::Result::Missing}});
+    CHECK(results() == std::map<std::string, CheckedFile::Result> {{"a", CheckedFile::Result::Mismatch},
+                                                                   {"b", CheckedFile::Result::Missing}});
     // Not a manifest at all.
     write_text_file(t / "notes.txt", "just text\n");
     const JobControl control;

@@ -81,8 +81,8 @@ TEST_CASE("conflict resolver: a free name proceeds, never replacing what appears
 
 TEST_CASE("conflict resolver: an existing target under each policy and answer")
 {
-    const ExistingTarget file{true, false, 10, {}};
-    const ExistingTarget folder{true, true, 0, {}};
+    const ExistingTarget file {true, false, 10, {}};
+    const ExistingTarget folder {true, true, 0, {}};
     const ConflictDecision refused = resolve_conflict(file, ConflictPolicy::Refuse, std::nullopt, "/stick/a");
     CHECK(refused.outcome == Outcome::Fail);
     CHECK(refused.error.err() == EEXIST);
@@ -106,13 +106,13 @@ TEST_CASE("conflict resolver: an existing target under each policy and answer")
 TEST_CASE("chunk limits: inconsistent limits are made consistent, and plans stay inside them")
 {
     ChunkLimits bad;
-    bad.align = 0;                  // would divide by zero
-    bad.min_chunk = 4 * MiB;        // above max_chunk: std::clamp with lo > hi is undefined
+    bad.align = 0;           // would divide by zero
+    bad.min_chunk = 4 * MiB; // above max_chunk: std::clamp with lo > hi is undefined
     bad.max_chunk = 1 * MiB;
     bad.start_chunk = 64 * MiB;
     bad.min_windows = 0;
     bad.max_windows = 0;
-    bad.max_in_flight = 1 * MiB;    // can't hold even one chunk
+    bad.max_in_flight = 1 * MiB; // can't hold even one chunk
     bad.target_seconds = -1;
     const ChunkLimits l = bad.checked();
     CHECK(l.align >= 4096);
@@ -309,13 +309,14 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
     hooks.failed = [](BatchedFile &f, Status s) { FAIL(f.source << ": " << s.message()); };
     hooks.published = [&](BatchedFile &f) { published.push_back(f.target); };
     {
-        SmallFileBatch batch(WritebackMode::Windows, mode, BatchLimits{1 << 20, 16}, false, hooks);
+        SmallFileBatch batch(WritebackMode::Windows, mode, BatchLimits {1 << 20, 16}, false, hooks);
         for (int i = 0; i < 40; ++i) {
             const std::string name = "f" + std::to_string(i);
             auto part = PartFile::create(dir, t.path(), name, 0644);
             REQUIRE(part.ok());
             REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-            batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}});
+            batch.add(
+                {std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}});
         }
         batch.flush();
         CHECK(batch.empty());
@@ -353,7 +354,7 @@ BatchOutcome run_batch(const TempDir &t, FlushMount &fs, int files, std::size_t 
     std::optional<BackgroundCloser> closer;
     if (closers > 0)
         closer.emplace(closers);
-    SmallFileBatch batch(WritebackMode::Windows, GroupSync::Inline, BatchLimits{1 << 20, 64}, true, hooks,
+    SmallFileBatch batch(WritebackMode::Windows, GroupSync::Inline, BatchLimits {1 << 20, 64}, true, hooks,
                          closer ? &*closer : nullptr);
     for (int i = 0; i < files; ++i) {
         const std::string name = "f" + std::to_string(i);

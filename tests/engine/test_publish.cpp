@@ -22,7 +22,10 @@ SharedDirFd open_dir(const std::string &path)
     return std::make_shared<const UniqueFd>(fd);
 }
 
-void write_all(int fd, const std::string &text) { REQUIRE(::write(fd, text.data(), text.size()) == ssize_t(text.size())); }
+void write_all(int fd, const std::string &text)
+{
+    REQUIRE(::write(fd, text.data(), text.size()) == ssize_t(text.size()));
+}
 } // namespace
 
 TEST_CASE("publish: part file names are hidden, and fit NAME_MAX for long names")
@@ -78,10 +81,10 @@ TEST_CASE("publish: FilesystemFirst syncs the filesystem before the file, and a 
     REQUIRE(part.ok());
     write_all(part->fd(), "payload");
     REQUIRE(part->sync_data(DataSync::FilesystemFirst).ok());
-    CHECK(fs.log == std::vector<std::string>{"syncfs", "fdatasync"});
+    CHECK(fs.log == std::vector<std::string> {"syncfs", "fdatasync"});
     fs.log.clear();
     REQUIRE(part->sync_data().ok());
-    CHECK(fs.log == std::vector<std::string>{"fdatasync"});
+    CHECK(fs.log == std::vector<std::string> {"fdatasync"});
 
     fs.syncfs_errno = EIO;
     Status s = part->sync_data(DataSync::FilesystemFirst);

@@ -58,7 +58,7 @@ Stopped run_until(const JobSpec &spec, FaultSyscalls &fs, uint64_t after, void (
     JobControl control;
     ProgressCounters counters;
     Stopped out;
-    std::atomic<bool> done{false};
+    std::atomic<bool> done {false};
     std::thread stopper([&] {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
         while (!done && fs.moved.load() < after && std::chrono::steady_clock::now() < deadline)
@@ -161,7 +161,8 @@ TEST_CASE("resume: a cancel removes the part file, an interrupt keeps it")
     CHECK(cancelled.summary.cancelled);
     CHECK_FALSE(exists(t / ".copy.part"));
     fs.moved = 0;
-    Stopped interrupted = run_until(small_chunks(spec_of({t / "big"}, t / "copy")), fs, 2 * MiB, &JobControl::interrupt);
+    Stopped interrupted =
+        run_until(small_chunks(spec_of({t / "big"}, t / "copy")), fs, 2 * MiB, &JobControl::interrupt);
     CHECK(interrupted.summary.cancelled);
     CHECK(exists(t / ".copy.part"));
     CHECK_FALSE(exists(t / "copy"));
@@ -227,7 +228,7 @@ TEST_CASE("resume: discarding an unfinished job removes its part files and nothi
     CHECK(d.errors.empty());
     CHECK_FALSE(exists(t / "out/src/.big1.part"));
     CHECK(same_bytes(t / "src/big0", t / "out/src/big0")); // published: kept
-    CHECK(exists(t / "src/big1"));                          // the sources are never touched
+    CHECK(exists(t / "src/big1"));                         // the sources are never touched
     CHECK(discard_unfinished(spec).removed == 0);
 }
 
@@ -259,7 +260,7 @@ void make_older_versions(const std::string &dst)
 {
     REQUIRE(::mkdir(dst.c_str(), 0755) == 0);
     REQUIRE(::mkdir((dst + "/sub").c_str(), 0755) == 0);
-    std::vector<std::string> names{"big0", "big1", "sub/s0", "sub/s5"};
+    std::vector<std::string> names {"big0", "big1", "sub/s0", "sub/s5"};
     for (int i = 0; i < 12; ++i)
         names.push_back("a" + std::to_string(i));
     for (const std::string &name : names) {
@@ -270,10 +271,7 @@ void make_older_versions(const std::string &dst)
     REQUIRE(::symlink("elsewhere", (dst + "/link").c_str()) == 0);
 }
 
-bool has_second_copy(const std::string &tree)
-{
-    return tree.find(" (2)") != std::string::npos;
-}
+bool has_second_copy(const std::string &tree) { return tree.find(" (2)") != std::string::npos; }
 
 } // namespace
 

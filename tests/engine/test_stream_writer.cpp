@@ -104,8 +104,8 @@ TEST_CASE("stream to file: durable bytes grow during the stream, and what is not
     REQUIRE(w->finish().ok());
     // Windows beyond the plan's count were waited for on the way, so at no point was more than the plan's
     // in-flight budget handed over without being on the device.
-    CHECK(worst_pending <= ChunkLimits{}.max_in_flight);
-    CHECK(durable_before_finish >= 64 * MiB - ChunkLimits{}.max_in_flight);
+    CHECK(worst_pending <= ChunkLimits {}.max_in_flight);
+    CHECK(durable_before_finish >= 64 * MiB - ChunkLimits {}.max_in_flight);
     CHECK(w->bytes_durable() == 64 * MiB);
 }
 
@@ -344,7 +344,7 @@ TEST_CASE("stream with mode and mtime: the published file carries them")
     ProgressCounters counters;
     StreamOptions o;
     o.mode = 04640; // set-user-ID is never passed on
-    o.mtime = timespec{1234567890, 0};
+    o.mtime = timespec {1234567890, 0};
     auto w = StreamWriter::create(t / "dst", o, counters);
     REQUIRE(w.ok());
     REQUIRE(w->write("x", 1).ok());

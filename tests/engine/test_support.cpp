@@ -115,7 +115,10 @@ std::string list_tree(const std::string &root)
             std::string rel = std::string(p).substr(g_prefix);
             if (!rel.empty() && rel[0] == '/')
                 rel.erase(0, 1);
-            const char *kind = S_ISDIR(st->st_mode) ? "dir" : S_ISLNK(st->st_mode) ? "link" : S_ISREG(st->st_mode) ? "file" : "other";
+            const char *kind = S_ISDIR(st->st_mode)   ? "dir"
+                               : S_ISLNK(st->st_mode) ? "link"
+                               : S_ISREG(st->st_mode) ? "file"
+                                                      : "other";
             std::ostringstream line;
             line << (rel.empty() ? "." : rel) << '\t' << kind;
             if (S_ISREG(st->st_mode))

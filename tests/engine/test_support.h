@@ -29,7 +29,7 @@ private:
 void write_pattern_file(const std::string &path, uint64_t size, unsigned seed = 1);
 void write_text_file(const std::string &path, const std::string &text);
 std::string read_file(const std::string &path);
-bool exists(const std::string &path);   // lstat succeeds
+bool exists(const std::string &path); // lstat succeeds
 bool same_bytes(const std::string &a, const std::string &b);
 std::string list_tree(const std::string &root); // sorted "rel\ttype" lines, for comparisons
 uint64_t file_size(const std::string &path);

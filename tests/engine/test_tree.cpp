@@ -120,7 +120,7 @@ TEST_CASE("folder to folder: FIFOs and sockets are skipped with a message and ne
     write_text_file(t / "tree/file", "data");
     REQUIRE(::mkfifo((t / "tree/pipe").c_str(), 0644) == 0);
     int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr{};
+    sockaddr_un addr {};
     addr.sun_family = AF_UNIX;
     const std::string sock_path = t / "tree/sock";
     REQUIRE(sock_path.size() < sizeof addr.sun_path);
@@ -165,8 +165,8 @@ TEST_CASE("folder to folder: many small files share one sync per batch, not one 
     for (int d = 0; d < 4; ++d) {
         mkdir_p(t / ("tree/d" + std::to_string(d)));
         for (int f = 0; f < 50; ++f)
-            write_pattern_file(t / ("tree/d" + std::to_string(d) + "/f" + std::to_string(f)),
-                               uint64_t(4096 + 997 * f), unsigned(d * 100 + f));
+            write_pattern_file(t / ("tree/d" + std::to_string(d) + "/f" + std::to_string(f)), uint64_t(4096 + 997 * f),
+                               unsigned(d * 100 + f));
     }
     mkdir_p(t / "out");
     FaultSyscalls fs;
@@ -176,8 +176,8 @@ TEST_CASE("folder to folder: many small files share one sync per batch, not one 
     CHECK(run.counters->files_done == 200);
     CHECK(list_tree(t / "tree") == list_tree(t / "out/tree"));
     CHECK(same_bytes(t / "tree/d3/f49", t / "out/tree/d3/f49"));
-    CHECK(fs.fdatasync_calls == 0);  // no per-file sync...
-    CHECK(fs.syncfs_calls >= 2);     // ...but a sync for the data and one for the names
+    CHECK(fs.fdatasync_calls == 0); // no per-file sync...
+    CHECK(fs.syncfs_calls >= 2);    // ...but a sync for the data and one for the names
     // Groups grow from a sixteenth of 12 MiB: four groups for these 5.9 MiB, two syncs each at most, and the
     // job's last one.
     CHECK(fs.syncfs_calls <= 9);
@@ -214,7 +214,8 @@ TEST_CASE("folder to folder: a device gone mid-copy (ENODEV) is reported as remo
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     int asked = 0;
     SECTION("without a question callback (sanecp)") {}
-    SECTION("with one (the window): a pulled stick is not a question") {
+    SECTION("with one (the window): a pulled stick is not a question")
+    {
         spec.ask_error = [&](const Status &, const std::string &) {
             ++asked;
             return ErrorAnswer::Retry; // would retry forever if it were asked
@@ -302,8 +303,8 @@ TEST_CASE("plan: files whose target name is taken are listed before the first by
     write_pattern_file(t / "src/tree/sub/b", 5000);
     write_pattern_file(t / "src/tree/new", 10);
     REQUIRE(::symlink("a", (t / "src/tree/link").c_str()) == 0);
-    write_pattern_file(t / "out/tree/a", 100);       // an older, smaller copy; out/tree/sub/b is a folder where
-    write_pattern_file(t / "out/tree/link", 7);       // a file goes, and this a file where a link goes
+    write_pattern_file(t / "out/tree/a", 100);  // an older, smaller copy; out/tree/sub/b is a folder where
+    write_pattern_file(t / "out/tree/link", 7); // a file goes, and this a file where a link goes
     const std::string before = list_tree(t / "out");
     JobPlan plan = plan_job(spec_of({t / "src/tree"}, t / "out"));
     REQUIRE(plan.taken.size() == 3);
@@ -317,8 +318,8 @@ TEST_CASE("plan: files whose target name is taken are listed before the first by
     CHECK(plan.taken[1].target == t / "out/tree/link");
     CHECK(plan.taken[2].target == t / "out/tree/sub/b");
     CHECK(plan.taken[2].existing.is_dir);
-    CHECK(plan.files == 4);                  // taken names are still planned: the policy decides each
-    CHECK(list_tree(t / "out") == before);   // planning wrote nothing
+    CHECK(plan.files == 4);                // taken names are still planned: the policy decides each
+    CHECK(list_tree(t / "out") == before); // planning wrote nothing
     // Resuming: taken names are what a resume expects, not conflicts.
     JobSpec resume = spec_of({t / "src/tree"}, t / "out");
     resume.resume = true;
@@ -330,8 +331,9 @@ namespace {
 // absolute and dangling, and names with spaces, quotes, newlines, non-UTF-8 bytes and leading dashes.
 void make_random_tree(const std::string &root, std::mt19937 &rng, int depth)
 {
-    static const std::vector<std::string> pieces = {"a", "photo 01", "it's", "say \"hi\"", "new\nline", "caf\xe9",
-                                                    "日本", "-dash", ".hidden", "x.y.z", "#tag", "   spaced"};
+    static const std::vector<std::string> pieces = {"a",         "photo 01", "it's", "say \"hi\"",
+                                                    "new\nline", "caf\xe9",  "日本", "-dash",
+                                                    ".hidden",   "x.y.z",    "#tag", "   spaced"};
     auto pick = [&](size_t n) { return size_t(rng() % n); };
     const int entries = 2 + int(pick(6));
     for (int i = 0; i < entries; ++i) {

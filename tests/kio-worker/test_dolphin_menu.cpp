@@ -71,7 +71,7 @@ public:
     QString folder() const { return path(QStringLiteral("items/folder with space")); }
 
 private:
-    QTemporaryDir tmp{QDir::tempPath() + QStringLiteral("/sanecopy-dolphin-menu-XXXXXX")};
+    QTemporaryDir tmp {QDir::tempPath() + QStringLiteral("/sanecopy-dolphin-menu-XXXXXX")};
 };
 
 } // namespace

@@ -45,11 +45,11 @@ TEST_CASE("error mapping: the same errno means different things per operation")
 TEST_CASE("error mapping: anything else is the operation's own could-not")
 {
     const std::pair<FileOp, int> fallbacks[] = {
-        {FileOp::Stat, KIO::ERR_CANNOT_STAT},        {FileOp::List, KIO::ERR_CANNOT_ENTER_DIRECTORY},
-        {FileOp::Read, KIO::ERR_CANNOT_READ},        {FileOp::Write, KIO::ERR_CANNOT_WRITE},
-        {FileOp::Mkdir, KIO::ERR_CANNOT_MKDIR},      {FileOp::Remove, KIO::ERR_CANNOT_DELETE},
-        {FileOp::RemoveDir, KIO::ERR_CANNOT_RMDIR},  {FileOp::Rename, KIO::ERR_CANNOT_RENAME},
-        {FileOp::Chmod, KIO::ERR_CANNOT_CHMOD},      {FileOp::SetTime, KIO::ERR_CANNOT_SETTIME},
+        {FileOp::Stat, KIO::ERR_CANNOT_STAT},       {FileOp::List, KIO::ERR_CANNOT_ENTER_DIRECTORY},
+        {FileOp::Read, KIO::ERR_CANNOT_READ},       {FileOp::Write, KIO::ERR_CANNOT_WRITE},
+        {FileOp::Mkdir, KIO::ERR_CANNOT_MKDIR},     {FileOp::Remove, KIO::ERR_CANNOT_DELETE},
+        {FileOp::RemoveDir, KIO::ERR_CANNOT_RMDIR}, {FileOp::Rename, KIO::ERR_CANNOT_RENAME},
+        {FileOp::Chmod, KIO::ERR_CANNOT_CHMOD},     {FileOp::SetTime, KIO::ERR_CANNOT_SETTIME},
         {FileOp::Symlink, KIO::ERR_CANNOT_SYMLINK},
     };
     for (const auto &[op, code] : fallbacks) {
@@ -67,7 +67,8 @@ TEST_CASE("error mapping: the text is the path, and a sentence only when there i
     KioError exists = kioErrorForStatus(FileOp::Write, EEXIST, path, QStringLiteral("already exists; not overwritten"));
     CHECK(exists.code == KIO::ERR_FILE_ALREADY_EXIST);
     CHECK(exists.text == path);
-    KioError badName = kioErrorForStatus(FileOp::Write, EINVAL, path, QStringLiteral("has a character FAT can't store"));
+    KioError badName =
+        kioErrorForStatus(FileOp::Write, EINVAL, path, QStringLiteral("has a character FAT can't store"));
     CHECK(badName.code == KIO::ERR_WORKER_DEFINED);
     CHECK(badName.text == path + QStringLiteral(": has a character FAT can't store"));
     KioError io = kioErrorForStatus(FileOp::Write, EIO, path);

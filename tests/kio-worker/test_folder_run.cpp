@@ -51,7 +51,7 @@ std::string src(const TempDir &t, int i) { return t / ("src/f" + std::to_string(
 struct MadeFolder {
     PrivateLocks locks;
     TempDir t;
-    FolderRun run{nullptr};
+    FolderRun run {nullptr};
     explicit MadeFolder(int count)
     {
         makeSources(t, count);

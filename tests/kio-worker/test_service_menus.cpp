@@ -29,7 +29,7 @@ namespace {
 
 // Names as bytes: what is on disk.
 const QByteArray kOddNames[] = {
-    "plain", "with space", "quote\"d and 'single'", "new\nline", "hash#question?percent%41", "$HOME `x` \\ ;&|",
+    "plain",       "with space",  "quote\"d and 'single'", "new\nline", "hash#question?percent%41", "$HOME `x` \\ ;&|",
     "caf\xC3\xA9", "latin1-\xE9", "-starts-with-dash",
 };
 
@@ -78,7 +78,10 @@ public:
         ::nftw(path_.constData(), removeOne, 16, FTW_DEPTH | FTW_PHYS);
     }
     const QByteArray &path() const { return path_; }
-    QString filePath(const char *name) const { return QFile::decodeName(path_) + QLatin1Char('/') + QLatin1String(name); }
+    QString filePath(const char *name) const
+    {
+        return QFile::decodeName(path_) + QLatin1Char('/') + QLatin1String(name);
+    }
 
 private:
     QByteArray path_;
@@ -159,7 +162,7 @@ TEST_CASE("service menu Safe Move To: sanecopy --move, then each selected item a
     installStandIns(tmp, {"sanecopy"});
     const QByteArray path = tmp.path() + "/folder with space";
     REQUIRE(::mkdir(path.constData(), 0755) == 0);
-    const QList<QUrl> urls{dolphinUrlFor(tmp.path(), "folder with space")};
+    const QList<QUrl> urls {dolphinUrlFor(tmp.path(), "folder with space")};
     const KServiceAction action = onlyAction(SAFE_MOVE_MENU);
     CHECK(action.text() == QString::fromUtf8("Safe Move To\xE2\x80\xA6"));
     CHECK(action.exec() == QLatin1String("sanecopy --move %F"));

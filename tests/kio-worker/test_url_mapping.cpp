@@ -46,8 +46,8 @@ TEST_CASE("url mapping: other hosts, other schemes and broken paths are refused"
     CHECK(rejected("sanecopy://otherhost/media/me"));
     CHECK(rejected("smb://server/share/file"));
     CHECK(rejected("sanecopy:relative/path"));
-    CHECK(rejected("sanecopy:///a%00b"));            // no NUL in a path
-    CHECK(rejected("sanecopy:///media/a?b"));        // an unencoded '?' split the name: not ours to guess
+    CHECK(rejected("sanecopy:///a%00b"));     // no NUL in a path
+    CHECK(rejected("sanecopy:///media/a?b")); // an unencoded '?' split the name: not ours to guess
     CHECK(rejected("sanecopy:///media/a#b"));
     CHECK(rejected("not a url at all"));
 }
@@ -75,9 +75,21 @@ TEST_CASE("url mapping: a name KDE spelled with U+10FExx maps back to its raw by
 TEST_CASE("url mapping: file names decode the KDE way and encode back to the same bytes")
 {
     const QByteArray names[] = {
-        "plain", "with space", "quote\"s and 'apostrophes'", "new\nline", "tab\there", "caf\xC3\xA9",
-        "\xE6\x97\xA5\xE6\x9C\xAC", "latin1-\xE9", "\xFF\xFE", "mixed-\xC3\xA9-\xE9", "\xEF\xBB\xBF" "bom",
-        "emoji-\xF0\x9F\x98\x80", "%41 not an escape", "$HOME `cmd` \\ back",
+        "plain",
+        "with space",
+        "quote\"s and 'apostrophes'",
+        "new\nline",
+        "tab\there",
+        "caf\xC3\xA9",
+        "\xE6\x97\xA5\xE6\x9C\xAC",
+        "latin1-\xE9",
+        "\xFF\xFE",
+        "mixed-\xC3\xA9-\xE9",
+        "\xEF\xBB\xBF"
+        "bom",
+        "emoji-\xF0\x9F\x98\x80",
+        "%41 not an escape",
+        "$HOME `cmd` \\ back",
     };
     for (const QByteArray &n : names) {
         INFO(n.toHex().constData());
@@ -95,9 +107,17 @@ TEST_CASE("url mapping: every path survives bytes -> URL -> text -> URL -> bytes
         if (b != '/')
             all.append(char(b));
     const QByteArray paths[] = {
-        "/", "/media/me/STICK", "/media/a b/c  d", "/media/quote\"s/'single'", "/media/new\nline/x",
-        "/media/hash#/question?/percent%/amp&/plus+/semi;/eq=", "/media/latin1-\xE9/\xFF", "/media/caf\xC3\xA9",
-        "/media/" + all, "/media/.hidden/..dots", "/media/~tilde/-dash/_under",
+        "/",
+        "/media/me/STICK",
+        "/media/a b/c  d",
+        "/media/quote\"s/'single'",
+        "/media/new\nline/x",
+        "/media/hash#/question?/percent%/amp&/plus+/semi;/eq=",
+        "/media/latin1-\xE9/\xFF",
+        "/media/caf\xC3\xA9",
+        "/media/" + all,
+        "/media/.hidden/..dots",
+        "/media/~tilde/-dash/_under",
     };
     for (const QByteArray &p : paths) {
         INFO(p.toHex().constData());

@@ -50,8 +50,8 @@ public:
     {
         std::lock_guard lock(mutex_);
         char times[96];
-        std::snprintf(times, sizeof times, "\"running_from\": %s, \"finished_at\": %s",
-                      number(running_from_).c_str(), number(finished_at_).c_str());
+        std::snprintf(times, sizeof times, "\"running_from\": %s, \"finished_at\": %s", number(running_from_).c_str(),
+                      number(finished_at_).c_str());
         return "{\"dest\": " + quoted(dest_) + ", \"lane\": " + quoted(lane) + ", \"ok\": " + (ok_ ? "true" : "false") +
                ", " + times + "}";
     }

@@ -19,8 +19,8 @@ public:
             skip_ = QStringLiteral("SKIP: dbus-daemon is missing (Debian: dbus); packaging/dev.sh installs it");
             return {};
         }
-        daemon_.start(QStringLiteral("dbus-daemon"), {QStringLiteral("--session"), QStringLiteral("--nofork"),
-                                                      QStringLiteral("--print-address=1")});
+        daemon_.start(QStringLiteral("dbus-daemon"),
+                      {QStringLiteral("--session"), QStringLiteral("--nofork"), QStringLiteral("--print-address=1")});
         if (!daemon_.waitForReadyRead(10000)) {
             skip_ = QStringLiteral("dbus-daemon did not start: ") + daemon_.errorString();
             return {};

@@ -34,13 +34,13 @@ private Q_SLOTS:
 
     void onlyRemovableDevicesByName()
     {
-        const QList<Device> devices = removableDevices(
-            fixtureMounts(), QStringLiteral(SANECOPY_FIXTURES "/sysfs"),
-            [](const QString &mount, qint64 &size, qint64 &free) {
-                size = mount.contains(QStringLiteral("Stick")) ? 16'000'000'000 : 64'000'000'000;
-                free = size / 2;
-                return true;
-            });
+        const QList<Device> devices =
+            removableDevices(fixtureMounts(), QStringLiteral(SANECOPY_FIXTURES "/sysfs"),
+                             [](const QString &mount, qint64 &size, qint64 &free) {
+                                 size = mount.contains(QStringLiteral("Stick")) ? 16'000'000'000 : 64'000'000'000;
+                                 free = size / 2;
+                                 return true;
+                             });
         QCOMPARE(devices.size(), 2);
         // Sorted by name. A USB card reader that says removable=0, named by its model (sysfs), comes first.
         QCOMPARE(devices[0].blockDevice, QStringLiteral("sdc1"));
@@ -54,9 +54,10 @@ private Q_SLOTS:
 
     void labelsFromUdisksWin()
     {
-        const QList<Device> devices = removableDevices(
-            fixtureMounts(), QStringLiteral(SANECOPY_FIXTURES "/sysfs"), {},
-            [](const QString &block) { return block == QLatin1String("sdc1") ? QStringLiteral("BACKUP") : QString(); });
+        const QList<Device> devices =
+            removableDevices(fixtureMounts(), QStringLiteral(SANECOPY_FIXTURES "/sysfs"), {}, [](const QString &block) {
+                return block == QLatin1String("sdc1") ? QStringLiteral("BACKUP") : QString();
+            });
         QCOMPARE(devices.size(), 2);
         QCOMPARE(devices[0].name, QStringLiteral("BACKUP"));
         QCOMPARE(devices[0].size, qint64(-1)); // unknown, never shown as empty
@@ -122,7 +123,7 @@ private Q_SLOTS:
     {
         DestinationPicker picker(nullptr, false);
         picker.setDevices({});
-        QCOMPARE(picker.destination(), QString()); // no stick: not the home folder either
+        QCOMPARE(picker.destination(), QString());               // no stick: not the home folder either
         QVERIFY(picker.list()->findData(QDir::homePath()) >= 0); // though it is one choice away
         QSignalSpy devices(&picker, &DestinationPicker::devicesChanged);
         QSignalSpy changed(&picker, &DestinationPicker::destinationChanged);
@@ -186,7 +187,7 @@ private Q_SLOTS:
                 if (!path.isEmpty())
                     ::umount2(path.constData(), MNT_DETACH);
             }
-        } guard{path};
+        } guard {path};
         QVERIFY(spy.wait(5000));
         spy.clear();
         QCOMPARE(::umount2(path.constData(), 0), 0);

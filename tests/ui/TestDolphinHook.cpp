@@ -161,7 +161,7 @@ private Q_SLOTS:
         QCOMPARE(file.readAll(), DolphinHook::menuContents());
         // Nothing else is left behind in the folder (no temporary file from the atomic replace).
         QCOMPARE(QDir(QFileInfo(hook.menuPath()).absolutePath()).entryList(QDir::Files | QDir::Hidden),
-                 QStringList{QStringLiteral("io.github.sanecopy.SaneCopy.desktop")});
+                 QStringList {QStringLiteral("io.github.sanecopy.SaneCopy.desktop")});
     }
 
     void uninstallRemovesOnlyItsOwnMenu()
@@ -235,8 +235,7 @@ private Q_SLOTS:
             << QStringLiteral("~/.local/share");
         QTest::newRow("flatpak: HOST_XDG_DATA_HOME")
             << true << QStringLiteral("/data/me/")
-            << QStringLiteral("/home/me/.var/app/io.github.sanecopy.SaneCopy/data")
-            << QStringLiteral("/data/me");
+            << QStringLiteral("/home/me/.var/app/io.github.sanecopy.SaneCopy/data") << QStringLiteral("/data/me");
     }
 
     void hostDataHome()

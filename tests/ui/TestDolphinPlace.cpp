@@ -85,7 +85,7 @@ private Q_SLOTS:
         DolphinPlace place(helper_);
         place.setPresent(true);
         QVERIFY(waitKnown(place, true));
-        QTRY_COMPARE(kded.loaded, QStringList{QStringLiteral("sanecopydevices")});
+        QTRY_COMPARE(kded.loaded, QStringList {QStringLiteral("sanecopydevices")});
         place.setPresent(false);
         QVERIFY(waitKnown(place, false));
         QTest::qWait(200);
@@ -162,10 +162,12 @@ private Q_SLOTS:
         window.show();
         window.offerDolphinPlace();
         QMessageBox *box = nullptr;
-        QVERIFY(QTest::qWaitFor([&] {
-            box = window.findChild<QMessageBox *>(QStringLiteral("dolphinPlaceQuestion"));
-            return box && box->isVisible();
-        }, 30000));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                box = window.findChild<QMessageBox *>(QStringLiteral("dolphinPlaceQuestion"));
+                return box && box->isVisible();
+            },
+            30000));
         QVERIFY(box->text().contains(QStringLiteral("Dolphin")));
         QAbstractButton *add = nullptr;
         for (QAbstractButton *b : box->buttons())

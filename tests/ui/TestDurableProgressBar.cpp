@@ -26,8 +26,8 @@ private Q_SLOTS:
         bar.resize(200, 20);
         bar.setFractions(0.25, 0.75);
         const QImage img = bar.grab().toImage();
-        const QColor solid = img.pixelColor(20, 2);   // inside the durable part
-        const QColor light = img.pixelColor(140, 2);  // handed over, not yet on the device
+        const QColor solid = img.pixelColor(20, 2);  // inside the durable part
+        const QColor light = img.pixelColor(140, 2); // handed over, not yet on the device
         const QColor empty = img.pixelColor(190, 2);
         QVERIFY(solid != light);
         QVERIFY(light != empty);

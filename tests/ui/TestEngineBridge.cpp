@@ -130,7 +130,8 @@ private Q_SLOTS:
         bridge.answerError(asked.first().at(1).toULongLong(), int(sanecopy::ErrorAnswer::Retry));
         QVERIFY(finished.wait(10000));
         QVERIFY(finished.first().at(1).toBool());
-        QCOMPARE(readAll(dir.filePath(QStringLiteral("out/big.bin"))), readAll(dir.filePath(QStringLiteral("big.bin"))));
+        QCOMPARE(readAll(dir.filePath(QStringLiteral("out/big.bin"))),
+                 readAll(dir.filePath(QStringLiteral("big.bin"))));
     }
 
     void planListsProblemsWithoutWriting()

@@ -13,8 +13,8 @@ using sanecopy::JobState;
 class TestJobModel : public QObject {
     Q_OBJECT
 private:
-    static JobProgress progress(quint64 id, JobState state, qint64 total, qint64 durable, qint64 written, double rate = 0,
-                                double eta = -1)
+    static JobProgress progress(quint64 id, JobState state, qint64 total, qint64 durable, qint64 written,
+                                double rate = 0, double eta = -1)
     {
         JobProgress p;
         p.jobId = id;
@@ -34,8 +34,8 @@ private Q_SLOTS:
     void progressUpdatesTheRow()
     {
         JobModel model;
-        model.addJob(7, QStringLiteral("movie.mkv → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
-                     QStringLiteral("sdb1"), true);
+        model.addJob(7, QStringLiteral("movie.mkv → STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("/media/STICK"), QStringLiteral("sdb1"), true);
         QSignalSpy changed(&model, &JobModel::dataChanged);
         model.onProgress(progress(7, JobState::Running, 1000, 250, 400, 40e6, 12));
         QCOMPARE(changed.count(), 1);
@@ -78,7 +78,8 @@ private Q_SLOTS:
     void finishedOnRemovableSaysSafeToUnplug()
     {
         JobModel model;
-        model.addJob(3, QStringLiteral("x"), QStringLiteral("/media/S"), QStringLiteral("/media/S"), QStringLiteral("sdc1"), true);
+        model.addJob(3, QStringLiteral("x"), QStringLiteral("/media/S"), QStringLiteral("/media/S"),
+                     QStringLiteral("sdc1"), true);
         model.onProgress(progress(3, JobState::Running, 10, 10, 10));
         model.onFinished(3, true, false, 10, 1, 0);
         const QModelIndex i = model.index(0);
@@ -102,8 +103,8 @@ private Q_SLOTS:
     void pulledStickSaysTheDeviceWasRemovedNeverSafeToUnplug()
     {
         JobModel model;
-        model.addJob(7, QStringLiteral("big.iso → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
-                     QStringLiteral("sdb1"), true);
+        model.addJob(7, QStringLiteral("big.iso → STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("/media/STICK"), QStringLiteral("sdb1"), true);
         JobProgress p;
         p.jobId = 7;
         p.state = int(JobState::Running);
@@ -129,15 +130,16 @@ private Q_SLOTS:
     void theResultSaysWhatHappenedFileByFile()
     {
         JobModel model;
-        model.addJob(3, QStringLiteral("photos → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
-                     QStringLiteral("sdb1"), true);
+        model.addJob(3, QStringLiteral("photos → STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("/media/STICK"), QStringLiteral("sdb1"), true);
         model.setVerify(3, true);
         JobProgress p = progress(3, JobState::Running, 80 << 20, 80 << 20, 80 << 20);
         p.elapsedSeconds = 2;
         model.onProgress(p);
         model.onFileDone(3, QStringLiteral("/home/me/a.jpg"), QStringLiteral("/media/STICK/photos/a.jpg"));
         model.onFileDone(3, QStringLiteral("/home/me/b:c.jpg"), QStringLiteral("/media/STICK/photos/b_c.jpg"));
-        model.onSkipped(3, QStringLiteral("/home/me/d.jpg"), QStringLiteral("/home/me/d.jpg: already exists at the destination"));
+        model.onSkipped(3, QStringLiteral("/home/me/d.jpg"),
+                        QStringLiteral("/home/me/d.jpg: already exists at the destination"));
         model.onFinished(3, true, false, 80 << 20, 2, 0);
         const QModelIndex i = model.index(0);
         const QStringList results = i.data(JobModel::ResultsRole).toStringList();
@@ -146,7 +148,8 @@ private Q_SLOTS:
         QCOMPARE(results.at(1), QStringLiteral("Renamed: /home/me/b:c.jpg → /media/STICK/photos/b_c.jpg"));
         QVERIFY(results.at(2).startsWith(QStringLiteral("Skipped: ")));
         const QString summary = i.data(JobModel::SummaryRole).toString();
-        QVERIFY2(summary.contains(QStringLiteral("80.0 MiB in 2 files on the device in 2 s (40.0 MiB/s)")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("80.0 MiB in 2 files on the device in 2 s (40.0 MiB/s)")),
+                 qPrintable(summary));
         QVERIFY2(summary.contains(QStringLiteral("1 renamed")) && summary.contains(QStringLiteral("1 skipped")),
                  qPrintable(summary));
         QVERIFY2(summary.contains(QStringLiteral("2 verified, read back from the device")), qPrintable(summary));
@@ -168,7 +171,7 @@ private Q_SLOTS:
         model.onFailed(6, QStringLiteral("/s/x"), QStringLiteral("/s/x: Input/output error"));
         QCOMPARE(model.index(0).data(JobModel::ProblemsRole).toStringList().size(), 1);
         QCOMPARE(model.index(1).data(JobModel::ProblemsRole).toStringList(),
-                 QStringList{QStringLiteral("/s/x: Input/output error")});
+                 QStringList {QStringLiteral("/s/x: Input/output error")});
     }
 
     void chartSumsCoverAllJobs()

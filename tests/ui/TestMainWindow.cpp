@@ -275,9 +275,9 @@ private Q_SLOTS:
             write(QStringLiteral("src/c/f%1").arg(i), 100 << 10);
         MainWindow w;
         w.show();
-        const PathList sources{QFile::encodeName(d.filePath(QStringLiteral("src/a.bin"))),
-                               QFile::encodeName(d.filePath(QStringLiteral("src/b.bin"))),
-                               QFile::encodeName(d.filePath(QStringLiteral("src/c")))};
+        const PathList sources {QFile::encodeName(d.filePath(QStringLiteral("src/a.bin"))),
+                                QFile::encodeName(d.filePath(QStringLiteral("src/b.bin"))),
+                                QFile::encodeName(d.filePath(QStringLiteral("src/c")))};
         w.sourceArea()->addSources(sources);
         w.destinationPicker()->setDestination(QFile::decodeName(stick));
         QSignalSpy problems(&w, &MainWindow::problemsShown);
@@ -291,7 +291,11 @@ private Q_SLOTS:
         };
         w.startCopy();
         QVERIFY(problems.wait(10000));
-        QVERIFY(problems.first().first().toStringList().join(QLatin1Char(' ')).contains(QStringLiteral("not enough space")));
+        QVERIFY(problems.first()
+                    .first()
+                    .toStringList()
+                    .join(QLatin1Char(' '))
+                    .contains(QStringLiteral("not enough space")));
         QVERIFY(!buttonOf(QStringLiteral("Copy the Rest"))); // it would copy nothing
         QVERIFY(buttonOf(QStringLiteral("Cancel")));
         buttonOf(QStringLiteral("Cancel"))->click();
@@ -356,7 +360,9 @@ private Q_SLOTS:
                     return b->text();
             return QString();
         };
-        auto choose = [&](const QString &text) { dialog->takenChoice()->setCurrentIndex(dialog->takenChoice()->findText(text)); };
+        auto choose = [&](const QString &text) {
+            dialog->takenChoice()->setCurrentIndex(dialog->takenChoice()->findText(text));
+        };
         // Asked one by one: counted in full.
         QVERIFY2(list->isVisibleTo(dialog) && list->toPlainText().contains(QStringLiteral("not enough space")),
                  qPrintable(list->toPlainText()));
@@ -377,7 +383,12 @@ private Q_SLOTS:
         QFile old(d.filePath(QStringLiteral("stick/film.mkv")));
         QVERIFY(old.open(QIODevice::ReadOnly));
         QCOMPARE(old.read(1), QByteArray("o")); // skipped, as chosen
-        QVERIFY(w.model()->index(0).data(JobModel::ProblemsRole).toStringList().join(QString()).contains(QStringLiteral("film.mkv")));
+        QVERIFY(w.model()
+                    ->index(0)
+                    .data(JobModel::ProblemsRole)
+                    .toStringList()
+                    .join(QString())
+                    .contains(QStringLiteral("film.mkv")));
     }
 
     void conflictDialogAppliesToAll()
@@ -416,10 +427,12 @@ private Q_SLOTS:
         QVERIFY(plan->takenList() && plan->takenList()->topLevelItemCount() == 3);
         QVERIFY(plan->askForEach());
         clickButton(plan->buttons(), QStringLiteral("Copy (3 files)"));
-        QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowCount() == 1 && w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            w.model()->rowCount() == 1 && w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
         QCOMPARE(dialogs, 1); // asked once, applied to all three
         // Sizes, dates and which is newer; Escape skips the file, it never cancels the copy.
-        QVERIFY2(detail.contains(QStringLiteral("Existing: 3 bytes, modified ")) && detail.contains(QStringLiteral("same")),
+        QVERIFY2(detail.contains(QStringLiteral("Existing: 3 bytes, modified ")) &&
+                     detail.contains(QStringLiteral("same")),
                  qPrintable(detail));
         QCOMPARE(escape, QStringLiteral("&Skip"));
         for (const char *name : {"a", "b", "c"}) {
@@ -441,11 +454,12 @@ private Q_SLOTS:
             f.flush(); // else the bytes land at close and take the time with them
             QVERIFY(f.setFileTime(when, QFileDevice::FileModificationTime));
         };
-        const QDateTime old = QDateTime::currentDateTime().addDays(-3), recent = QDateTime::currentDateTime().addSecs(-60);
+        const QDateTime old = QDateTime::currentDateTime().addDays(-3),
+                        recent = QDateTime::currentDateTime().addSecs(-60);
         write(QStringLiteral("src/photos/a.jpg"), "new a", recent);
         write(QStringLiteral("src/photos/b.jpg"), "new b", old);
         write(QStringLiteral("src/photos/c.jpg"), "new c", recent);
-        write(QStringLiteral("out/photos/a.jpg"), "old", old);    // older there
+        write(QStringLiteral("out/photos/a.jpg"), "old", old);       // older there
         write(QStringLiteral("out/photos/b.jpg"), "older!", recent); // newer there
         MainWindow w;
         w.show();
@@ -475,8 +489,10 @@ private Q_SLOTS:
         QTreeWidget *taken = dialog->takenList();
         QCOMPARE(taken->topLevelItemCount(), 2);
         QCOMPARE(taken->topLevelItem(0)->text(0), QStringLiteral("photos/a.jpg"));
-        QCOMPARE(taken->topLevelItem(0)->text(1), QStringLiteral("5 bytes · ") + QLocale().toString(recent, QLocale::NarrowFormat));
-        QCOMPARE(taken->topLevelItem(0)->text(2), QStringLiteral("3 bytes · ") + QLocale().toString(old, QLocale::NarrowFormat));
+        QCOMPARE(taken->topLevelItem(0)->text(1),
+                 QStringLiteral("5 bytes · ") + QLocale().toString(recent, QLocale::NarrowFormat));
+        QCOMPARE(taken->topLevelItem(0)->text(2),
+                 QStringLiteral("3 bytes · ") + QLocale().toString(old, QLocale::NarrowFormat));
         QCOMPARE(taken->topLevelItem(0)->text(3), QStringLiteral("this copy"));
         QCOMPARE(taken->topLevelItem(1)->text(3), QStringLiteral("the one there"));
         QVERIFY(dialog->findChild<QLabel *>(QStringLiteral("headline"))->text().contains(QStringLiteral("2 files")));
@@ -499,7 +515,8 @@ private Q_SLOTS:
         QVERIFY(dialog);
         QCOMPARE(dialog->takenList()->topLevelItemCount(), 3);
         clickButton(dialog->buttons(), QStringLiteral("Copy (3 files)"));
-        QTRY_VERIFY_WITH_TIMEOUT(w.model()->rowCount() == 2 && w.model()->index(1).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            w.model()->rowCount() == 2 && w.model()->index(1).data(JobModel::SafeToUnplugRole).toBool(), 20000);
         QCOMPARE(contents(QStringLiteral("out/photos/a.jpg")), QByteArray("new a"));
         QCOMPARE(contents(QStringLiteral("out/photos/b.jpg")), QByteArray("new b"));
         QCOMPARE(asked, 0);
@@ -522,7 +539,7 @@ private Q_SLOTS:
         QMimeData mime;
         mime.setData(QStringLiteral("text/uri-list"), "file://" + name.toPercentEncoding("/") + "\r\n");
         QVERIFY(w.sourceArea()->addDropped(&mime));
-        QCOMPARE(w.sourceArea()->sources(), PathList{name});
+        QCOMPARE(w.sourceArea()->sources(), PathList {name});
         w.destinationPicker()->setDestination(dir.filePath(QStringLiteral("out")));
         w.verifyBox()->setChecked(true);
         QSignalSpy queued(&w, &MainWindow::jobQueued);

@@ -17,8 +17,9 @@ private Q_SLOTS:
         const NotificationText fixed = notificationFor(QStringLiteral("a → home"), true, false, 1 << 20, false);
         QVERIFY(!fixed.summary.contains(QStringLiteral("unplug")) && !fixed.body.contains(QStringLiteral("unplug")));
         // With the job's summary line: the time and the average rate too.
-        const NotificationText detailed = notificationFor(QStringLiteral("a.iso → STICK"), true, false, 1 << 20, true,
-                                                          QStringLiteral("1.0 MiB in 1 file on the device in 3 s (341.3 KiB/s)"));
+        const NotificationText detailed =
+            notificationFor(QStringLiteral("a.iso → STICK"), true, false, 1 << 20, true,
+                            QStringLiteral("1.0 MiB in 1 file on the device in 3 s (341.3 KiB/s)"));
         QVERIFY(detailed.body.contains(QStringLiteral("in 3 s (341.3 KiB/s)")));
         const NotificationText cancelled = notificationFor(QStringLiteral("a"), false, true, 0, true);
         QVERIFY(cancelled.summary.contains(QStringLiteral("cancelled")));

@@ -85,11 +85,14 @@ private:
 // The fake server on a connection of its own, under Plasma's name, for one test: gone with the scope.
 struct ServedFake {
     QDBusConnection plasma;
-    FakeJobViewServer server{plasma};
-    explicit ServedFake(const QString &address, const QString &name) : plasma(QDBusConnection::connectToBus(address, name)) {}
+    FakeJobViewServer server {plasma};
+    explicit ServedFake(const QString &address, const QString &name)
+        : plasma(QDBusConnection::connectToBus(address, name))
+    {}
     bool serve()
     {
-        return plasma.registerObject(PlasmaJobViews::serverPath(), &server, QDBusConnection::ExportScriptableContents) &&
+        return plasma.registerObject(PlasmaJobViews::serverPath(), &server,
+                                     QDBusConnection::ExportScriptableContents) &&
                plasma.registerService(PlasmaJobViews::serverService());
     }
     ~ServedFake()
@@ -139,7 +142,7 @@ private Q_SLOTS:
         QSignalSpy suspend(&views, &PlasmaJobViews::suspendRequested);
         views.addJob(7, QStringLiteral("/home/me/video.mkv"), QStringLiteral("/media/me/STICK"));
         QTRY_VERIFY(!views.viewPath(7).isEmpty());
-        QCOMPARE(server.requests, QStringList{QStringLiteral("SaneCopy io.github.sanecopy.SaneCopy 3")});
+        QCOMPARE(server.requests, QStringList {QStringLiteral("SaneCopy io.github.sanecopy.SaneCopy 3")});
         FakeJobView *view = server.views.first();
         QTRY_VERIFY(view->description.join(QLatin1Char('\n')).contains(QStringLiteral("Destination: /media/me/STICK")));
 
@@ -187,7 +190,8 @@ private Q_SLOTS:
         views.onFinished(1, QStringLiteral("The device was removed before the copy finished"));
         QTRY_COMPARE(server.views.size(), 1);
         QTRY_VERIFY(server.views.first()->terminated);
-        QCOMPARE(server.views.first()->terminateMessage, QStringLiteral("The device was removed before the copy finished"));
+        QCOMPARE(server.views.first()->terminateMessage,
+                 QStringLiteral("The device was removed before the copy finished"));
     }
 
     void theViewsEndEvenWhenTheProgramEndsAtOnce()
@@ -236,7 +240,8 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && qstrcmp(argv[1], "--end-all-and-exit") == 0) {
         QCoreApplication app(argc, argv);
-        PlasmaJobViews views(QDBusConnection::connectToBus(qEnvironmentVariable("SANECOPY_TEST_BUS"), QStringLiteral("app")));
+        PlasmaJobViews views(
+            QDBusConnection::connectToBus(qEnvironmentVariable("SANECOPY_TEST_BUS"), QStringLiteral("app")));
         views.addJob(3, QStringLiteral("/a"), QStringLiteral("/media/STICK"));
         if (!QTest::qWaitFor([&] { return !views.viewPath(3).isEmpty(); }, 10000))
             return 2;

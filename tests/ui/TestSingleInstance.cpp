@@ -45,7 +45,7 @@ class TestSingleInstance : public QObject {
         env.insert(QStringLiteral("DBUS_SESSION_BUS_ADDRESS"), address_);
         second.setProcessEnvironment(env);
         second.setProcessChannelMode(QProcess::ForwardedChannels);
-        second.start(QCoreApplication::applicationFilePath(), QStringList{QStringLiteral("--hand-over")} + args);
+        second.start(QCoreApplication::applicationFilePath(), QStringList {QStringLiteral("--hand-over")} + args);
         // The first window answers from this thread's event loop: wait with it running.
         QSignalSpy done(&second, &QProcess::finished);
         if (!done.wait(20000))
@@ -65,8 +65,9 @@ class TestSingleInstance : public QObject {
             starts.push_back(std::make_unique<QProcess>());
             starts.back()->setProcessEnvironment(env);
             starts.back()->setProcessChannelMode(QProcess::ForwardedChannels);
-            starts.back()->start(QCoreApplication::applicationFilePath(),
-                                 {QStringLiteral("--start"), QString::number(files.size()), QString::fromLatin1(file.toHex())});
+            starts.back()->start(
+                QCoreApplication::applicationFilePath(),
+                {QStringLiteral("--start"), QString::number(files.size()), QString::fromLatin1(file.toHex())});
         }
         QList<int> codes;
         for (auto &p : starts)
@@ -100,10 +101,11 @@ private Q_SLOTS:
             QVERIFY(instance.isPrimary());
             // Another window on the same bus is not the one.
             MainWindow other;
-            QVERIFY(!SingleInstance(&other, QDBusConnection::connectToBus(address_, QStringLiteral("other"))).isPrimary());
+            QVERIFY(
+                !SingleInstance(&other, QDBusConnection::connectToBus(address_, QStringLiteral("other"))).isPrimary());
 
             QCOMPARE(handOver({odd}), 0);
-            QCOMPARE(w.sourceArea()->sources(), PathList{odd});
+            QCOMPARE(w.sourceArea()->sources(), PathList {odd});
             QCOMPARE(w.model()->rowCount(), 0); // no destination given: the window asks for one
 
             QDir(dir.path()).mkdir(QStringLiteral("out"));
@@ -113,7 +115,8 @@ private Q_SLOTS:
             QTRY_VERIFY_WITH_TIMEOUT(queued.count() > 0 || problems.count() > 0, 10000);
             QVERIFY2(problems.isEmpty(), qPrintable(problems.value(0).value(0).toStringList().join(QLatin1Char('\n'))));
             QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::FinishedRole).toBool(), 20000);
-            QVERIFY(::access((QFile::encodeName(dir.filePath(QStringLiteral("out"))) + "/caf\xe9.txt").constData(), F_OK) == 0);
+            QVERIFY(::access((QFile::encodeName(dir.filePath(QStringLiteral("out"))) + "/caf\xe9.txt").constData(),
+                             F_OK) == 0);
         }
         // The window is gone: nothing takes the files, and the second start opens its own window.
         QCOMPARE(handOver({odd}), 3);
@@ -135,8 +138,8 @@ private Q_SLOTS:
         }
         for (int round = 0; round < 3; ++round) {
             const QList<int> codes = startTogether(files);
-            QCOMPARE(codes.count(0), 3);             // handed over and gone
-            QCOMPARE(codes.count(100 + 4), 1);       // the window, holding all four
+            QCOMPARE(codes.count(0), 3);       // handed over and gone
+            QCOMPARE(codes.count(100 + 4), 1); // the window, holding all four
         }
     }
 };

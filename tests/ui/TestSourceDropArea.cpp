@@ -24,7 +24,7 @@ private Q_SLOTS:
         mime.setData(QStringLiteral("text/uri-list"),
                      "file:///home/me/My%20Videos/holiday.mkv\r\nfile:///home/me/photos\r\nsmb://server/share/x\r\n");
         const PathList paths = SourceDropArea::localPaths(&mime);
-        QCOMPARE(paths, (PathList{"/home/me/My Videos/holiday.mkv", "/home/me/photos"}));
+        QCOMPARE(paths, (PathList {"/home/me/My Videos/holiday.mkv", "/home/me/photos"}));
     }
 
     void dropAddsSourcesOnceEach()
@@ -34,7 +34,7 @@ private Q_SLOTS:
         QMimeData mime;
         mime.setUrls({QUrl::fromLocalFile(QStringLiteral("/tmp/a")), QUrl::fromLocalFile(QStringLiteral("/tmp/b"))});
         QVERIFY(area.addDropped(&mime));
-        QCOMPARE(area.sources(), (PathList{"/tmp/a", "/tmp/b"}));
+        QCOMPARE(area.sources(), (PathList {"/tmp/a", "/tmp/b"}));
         QCOMPARE(spy.count(), 1);
         area.addSources({"/tmp/a"}); // already there
         QCOMPARE(spy.count(), 1);

@@ -116,7 +116,7 @@ int childCopy(int argc, char **argv)
 class TestUnfinished : public QObject {
     Q_OBJECT
 
-    QTemporaryDir base_{QStringLiteral("/var/tmp/sanecopy-unfinished-XXXXXX")};
+    QTemporaryDir base_ {QStringLiteral("/var/tmp/sanecopy-unfinished-XXXXXX")};
     QString src_, out_, state_;
 
 private:

@@ -91,16 +91,19 @@ int states(const QString &out, const QString &work)
         });
     });
     // Then the first existing photo asks.
-    QObject::connect(window.questions(), &SaneCopy::QuestionDialogs::dialogShown, &loop, [&](QMessageBox *box) {
-        QTimer::singleShot(300, &loop, [&, box] {
-            ok = save(box, out + QStringLiteral("/window-conflict.png")) && ok;
-            box->checkBox()->setChecked(true);
-            for (QAbstractButton *b : box->buttons())
-                if (b->text() == QLatin1String("&Skip"))
-                    b->click();
-            loop.quit();
-        });
-    }, Qt::SingleShotConnection);
+    QObject::connect(
+        window.questions(), &SaneCopy::QuestionDialogs::dialogShown, &loop,
+        [&](QMessageBox *box) {
+            QTimer::singleShot(300, &loop, [&, box] {
+                ok = save(box, out + QStringLiteral("/window-conflict.png")) && ok;
+                box->checkBox()->setChecked(true);
+                for (QAbstractButton *b : box->buttons())
+                    if (b->text() == QLatin1String("&Skip"))
+                        b->click();
+                loop.quit();
+            });
+        },
+        Qt::SingleShotConnection);
     window.startCopy();
     loop.exec();
 

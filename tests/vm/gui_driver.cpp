@@ -48,28 +48,31 @@ void reportDevices(const DestinationPicker *picker)
 {
     QJsonArray list;
     for (const Device &d : picker->devices())
-        list.append(QJsonObject{{QStringLiteral("mount"), d.mountPoint},
-                                {QStringLiteral("name"), d.name},
-                                {QStringLiteral("block"), d.blockDevice},
-                                {QStringLiteral("mounted"), d.mounted()},
-                                {QStringLiteral("text"), d.describe()}});
-    emitEvent({{QStringLiteral("event"), QStringLiteral("devices")}, {QStringLiteral("devices"), list},
+        list.append(QJsonObject {{QStringLiteral("mount"), d.mountPoint},
+                                 {QStringLiteral("name"), d.name},
+                                 {QStringLiteral("block"), d.blockDevice},
+                                 {QStringLiteral("mounted"), d.mounted()},
+                                 {QStringLiteral("text"), d.describe()}});
+    emitEvent({{QStringLiteral("event"), QStringLiteral("devices")},
+               {QStringLiteral("devices"), list},
                {QStringLiteral("selected"), picker->destination()}});
 }
 
 void reportJob(const JobModel *model, int row)
 {
     const QModelIndex i = model->index(row);
-    emitEvent({{QStringLiteral("event"), QStringLiteral("job")},
-               {QStringLiteral("id"), qint64(i.data(JobModel::JobIdRole).toULongLong())},
-               {QStringLiteral("state"), QString::fromUtf8(sanecopy::to_string(sanecopy::JobState(i.data(JobModel::StateRole).toInt())))},
-               {QStringLiteral("finished"), i.data(JobModel::FinishedRole).toBool()},
-               {QStringLiteral("status"), i.data(JobModel::StatusRole).toString()},
-               {QStringLiteral("durable"), i.data(JobModel::DurableFractionRole).toDouble()},
-               {QStringLiteral("safe"), i.data(JobModel::SafeToUnplugRole).toBool()},
-               {QStringLiteral("removed"), i.data(JobModel::DeviceRemovedRole).toBool()},
-               {QStringLiteral("can_eject"), i.data(JobModel::CanEjectRole).toBool()},
-               {QStringLiteral("problems"), QJsonArray::fromStringList(i.data(JobModel::ProblemsRole).toStringList())}});
+    emitEvent(
+        {{QStringLiteral("event"), QStringLiteral("job")},
+         {QStringLiteral("id"), qint64(i.data(JobModel::JobIdRole).toULongLong())},
+         {QStringLiteral("state"),
+          QString::fromUtf8(sanecopy::to_string(sanecopy::JobState(i.data(JobModel::StateRole).toInt())))},
+         {QStringLiteral("finished"), i.data(JobModel::FinishedRole).toBool()},
+         {QStringLiteral("status"), i.data(JobModel::StatusRole).toString()},
+         {QStringLiteral("durable"), i.data(JobModel::DurableFractionRole).toDouble()},
+         {QStringLiteral("safe"), i.data(JobModel::SafeToUnplugRole).toBool()},
+         {QStringLiteral("removed"), i.data(JobModel::DeviceRemovedRole).toBool()},
+         {QStringLiteral("can_eject"), i.data(JobModel::CanEjectRole).toBool()},
+         {QStringLiteral("problems"), QJsonArray::fromStringList(i.data(JobModel::ProblemsRole).toStringList())}});
 }
 
 // The visible Eject button of the newest job's row, as the user sees it.
@@ -96,13 +99,15 @@ void command(MainWindow &window, const QByteArray &line)
         auto *combo = window.destinationPicker()->findChild<QComboBox *>();
         const int index = combo ? combo->findText(QString::fromUtf8(words[1]), Qt::MatchStartsWith) : -1;
         if (index < 0) {
-            emitEvent({{QStringLiteral("event"), QStringLiteral("error")}, {QStringLiteral("what"), QStringLiteral("no such destination entry")}});
+            emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
+                       {QStringLiteral("what"), QStringLiteral("no such destination entry")}});
             return;
         }
         combo->setCurrentIndex(index);
         Q_EMIT combo->activated(index); // what a click on the entry sends
         if (!window.copyButton()->isEnabled()) {
-            emitEvent({{QStringLiteral("event"), QStringLiteral("error")}, {QStringLiteral("what"), QStringLiteral("Copy is disabled")}});
+            emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
+                       {QStringLiteral("what"), QStringLiteral("Copy is disabled")}});
             return;
         }
         window.copyButton()->click();
@@ -110,17 +115,21 @@ void command(MainWindow &window, const QByteArray &line)
         if (QToolButton *b = ejectButton(window))
             b->click();
         else
-            emitEvent({{QStringLiteral("event"), QStringLiteral("error")}, {QStringLiteral("what"), QStringLiteral("no Eject button is shown")}});
+            emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
+                       {QStringLiteral("what"), QStringLiteral("no Eject button is shown")}});
     } else if (verb == "shot" && words.size() == 2) {
         const QString path = QString::fromLocal8Bit(words[1]);
         const bool ok = window.grab().save(path);
-        emitEvent({{QStringLiteral("event"), QStringLiteral("shot")}, {QStringLiteral("path"), path}, {QStringLiteral("ok"), ok}});
+        emitEvent({{QStringLiteral("event"), QStringLiteral("shot")},
+                   {QStringLiteral("path"), path},
+                   {QStringLiteral("ok"), ok}});
     } else if (verb == "refresh") { // for a diagnosis only: what the list would show if it looked now
         window.destinationPicker()->refreshDevices();
     } else if (verb == "quit") {
         QApplication::quit();
     } else if (!verb.isEmpty()) {
-        emitEvent({{QStringLiteral("event"), QStringLiteral("error")}, {QStringLiteral("what"), QString::fromUtf8("unknown command: " + line)}});
+        emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
+                   {QStringLiteral("what"), QString::fromUtf8("unknown command: " + line)}});
     }
 }
 
@@ -136,11 +145,10 @@ int main(int argc, char **argv)
     DestinationPicker *picker = window.destinationPicker();
     QObject::connect(picker, &DestinationPicker::devicesChanged, &window, [picker] { reportDevices(picker); });
     JobModel *model = window.model();
-    QObject::connect(model, &JobModel::dataChanged, &window,
-                     [model](const QModelIndex &from, const QModelIndex &to) {
-                         for (int r = from.row(); r <= to.row(); ++r)
-                             reportJob(model, r);
-                     });
+    QObject::connect(model, &JobModel::dataChanged, &window, [model](const QModelIndex &from, const QModelIndex &to) {
+        for (int r = from.row(); r <= to.row(); ++r)
+            reportJob(model, r);
+    });
     QObject::connect(model, &JobModel::rowsInserted, &window, [model](const QModelIndex &, int from, int to) {
         for (int r = from; r <= to; ++r)
             reportJob(model, r);

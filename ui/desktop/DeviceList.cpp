@@ -30,7 +30,8 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
                                const SizeLookup &sizes, const LabelLookup &labels, const QString &udevRoot)
 {
     QList<Device> devices;
-    for (const sanecopy::RemovableMount &m : sanecopy::removable_mounts(mounts, sysfsRoot.toStdString(), udevRoot.toStdString())) {
+    for (const sanecopy::RemovableMount &m :
+         sanecopy::removable_mounts(mounts, sysfsRoot.toStdString(), udevRoot.toStdString())) {
         Device d;
         d.mountPoint = QString::fromStdString(m.mount_point);
         d.blockDevice = QString::fromStdString(m.block_device);
@@ -44,9 +45,8 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
             sizes(d.mountPoint, d.size, d.free);
         devices.append(d);
     }
-    std::sort(devices.begin(), devices.end(), [](const Device &a, const Device &b) {
-        return QString::localeAwareCompare(a.name, b.name) < 0;
-    });
+    std::sort(devices.begin(), devices.end(),
+              [](const Device &a, const Device &b) { return QString::localeAwareCompare(a.name, b.name) < 0; });
     return devices;
 }
 
@@ -75,7 +75,8 @@ qint64 sizeOf(const QString &sysfsRoot, const QString &entry)
 
 // A removable block device that holds a filesystem, from its udev record; nullopt for anything else (a
 // partition table, swap or an encrypted volume: nothing to copy files into as it is).
-std::optional<Device> deviceFromUdev(const sanecopy::DeviceInfo &info, const QString &udevPath, const LabelLookup &labels)
+std::optional<Device> deviceFromUdev(const sanecopy::DeviceInfo &info, const QString &udevPath,
+                                     const LabelLookup &labels)
 {
     QFile udev(udevPath);
     if (!udev.open(QIODevice::ReadOnly))
@@ -123,9 +124,8 @@ QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> 
         d->size = sizeOf(sysfsRoot, entry);
         devices.append(*d);
     }
-    std::sort(devices.begin(), devices.end(), [](const Device &a, const Device &b) {
-        return QString::localeAwareCompare(a.name, b.name) < 0;
-    });
+    std::sort(devices.begin(), devices.end(),
+              [](const Device &a, const Device &b) { return QString::localeAwareCompare(a.name, b.name) < 0; });
     return devices;
 }
 

@@ -19,7 +19,7 @@ struct Device {
     QString blockDevice; // "sdb1"
     QString fsType;
     bool removable = false;
-    qint64 size = -1;    // -1: unknown
+    qint64 size = -1; // -1: unknown
     qint64 free = -1;
     QString describe() const; // "STICK — 14.9 GiB, 12.1 GiB free"
     bool mounted() const { return !mountPoint.isEmpty(); }

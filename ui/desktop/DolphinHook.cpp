@@ -42,10 +42,7 @@ QString DolphinHook::menuPath() const
     return QDir(dataHome_).filePath(QLatin1String("kio/servicemenus/") + kMenuFile);
 }
 
-bool DolphinHook::isInstalled() const
-{
-    return QFileInfo::exists(menuPath());
-}
+bool DolphinHook::isInstalled() const { return QFileInfo::exists(menuPath()); }
 
 QByteArray DolphinHook::menuContents()
 {
@@ -54,7 +51,8 @@ QByteArray DolphinHook::menuContents()
     // remote and virtual folders, whose items %F could only hand over as downloaded temporary copies.
     // %F gives each selected item as an argument of its own, with no shell in between.
     return QByteArrayLiteral(
-        "# SaneCopy (flatpak): \"Safe Copy To…\" and \"Safe Move To…\" in Dolphin's context menu. Written by SaneCopy's\n"
+        "# SaneCopy (flatpak): \"Safe Copy To…\" and \"Safe Move To…\" in Dolphin's context menu. Written by "
+        "SaneCopy's\n"
         "# Settings > Add to Dolphin's context menu; Settings > Remove from Dolphin's context menu deletes it.\n"
         "[Desktop Entry]\n"
         "Type=Service\n"

@@ -26,8 +26,9 @@ void DolphinPlace::loadDevicesModule()
     // kded autoloads its modules when the session starts; one installed since then (the package was installed in
     // this session) loads when asked. Whichever kded runs takes it; with none running, nothing is started.
     for (const QString &kded : {QStringLiteral("kded6"), QStringLiteral("kded5")}) {
-        QDBusMessage call = QDBusMessage::createMethodCall(QStringLiteral("org.kde.") + kded, QStringLiteral("/kded"),
-                                                           QStringLiteral("org.kde.") + kded, QStringLiteral("loadModule"));
+        QDBusMessage call =
+            QDBusMessage::createMethodCall(QStringLiteral("org.kde.") + kded, QStringLiteral("/kded"),
+                                           QStringLiteral("org.kde.") + kded, QStringLiteral("loadModule"));
         call << QStringLiteral("sanecopydevices");
         call.setAutoStartService(false); // outside Plasma no kded is started for this
         QDBusConnection::sessionBus().send(call);
@@ -70,22 +71,25 @@ void DolphinPlace::startNext()
             Q_EMIT failed(failure);
         startNext();
     };
-    connect(process, &QProcess::finished, this, [this, process, verb, timeout, done](int code, QProcess::ExitStatus status) {
-        const QString out = QString::fromUtf8(process->readAllStandardOutput()).trimmed();
-        const QString err = QString::fromLocal8Bit(process->readAllStandardError()).trimmed();
-        if (status != QProcess::NormalExit || code != 0) {
-            done(!timeout->isActive() ? tr("sanecopy-places %1 did not finish in %2 s").arg(verb).arg(kHelperTimeoutMs / 1000)
-                 : err.isEmpty()      ? tr("sanecopy-places %1 failed (exit %2)").arg(verb).arg(code)
-                                      : err);
-            return;
-        }
-        known_ = true;
-        present_ = verb == QLatin1String("status") ? out == QLatin1String("present") : verb == QLatin1String("add");
-        if (verb == QLatin1String("add"))
-            loadDevicesModule();
-        Q_EMIT stateKnown(present_);
-        done(QString());
-    });
+    connect(process, &QProcess::finished, this,
+            [this, process, verb, timeout, done](int code, QProcess::ExitStatus status) {
+                const QString out = QString::fromUtf8(process->readAllStandardOutput()).trimmed();
+                const QString err = QString::fromLocal8Bit(process->readAllStandardError()).trimmed();
+                if (status != QProcess::NormalExit || code != 0) {
+                    done(!timeout->isActive()
+                             ? tr("sanecopy-places %1 did not finish in %2 s").arg(verb).arg(kHelperTimeoutMs / 1000)
+                         : err.isEmpty() ? tr("sanecopy-places %1 failed (exit %2)").arg(verb).arg(code)
+                                         : err);
+                    return;
+                }
+                known_ = true;
+                present_ =
+                    verb == QLatin1String("status") ? out == QLatin1String("present") : verb == QLatin1String("add");
+                if (verb == QLatin1String("add"))
+                    loadDevicesModule();
+                Q_EMIT stateKnown(present_);
+                done(QString());
+            });
     connect(process, &QProcess::errorOccurred, this, [this, process, done](QProcess::ProcessError error) {
         if (error == QProcess::FailedToStart) // the rest end in finished()
             done(tr("Could not run %1: %2").arg(helper_, process->errorString()));

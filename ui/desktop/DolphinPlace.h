@@ -43,8 +43,8 @@ private:
     void loadDevicesModule();
 
     QString helper_;
-    QStringList pending_;           // verbs waiting for the helper that runs
-    QObject *running_ = nullptr;    // that helper's process
+    QStringList pending_;        // verbs waiting for the helper that runs
+    QObject *running_ = nullptr; // that helper's process
     bool known_ = false;
     bool present_ = false;
 };

@@ -17,7 +17,8 @@ NotificationText notificationFor(const QString &title, bool ok, bool cancelled, 
         return {QObject::tr("Copy cancelled"),
                 QObject::tr("%1: nothing half-written was left, and the device has nothing left to write.").arg(title)};
     if (!ok)
-        return {QObject::tr("Copy finished with problems"), QObject::tr("%1: some files could not be copied.").arg(title)};
+        return {QObject::tr("Copy finished with problems"),
+                QObject::tr("%1: some files could not be copied.").arg(title)};
     QString body = details.isEmpty() ? QObject::tr("%1: %2 on the device.").arg(title, formatBytes(double(bytes)))
                                      : QObject::tr("%1: %2.").arg(title, details);
     // On a stick, what the user waits for is the headline.
@@ -30,7 +31,8 @@ NotificationText removedNotification(const QString &title)
 {
     return {QObject::tr("Device removed during the copy"),
             QObject::tr("%1: the device was removed before the copy finished. Plug it back in and copy again to finish "
-                        "the rest.").arg(title)};
+                        "the rest.")
+                .arg(title)};
 }
 
 void sendNotification(const NotificationText &text)

@@ -23,11 +23,11 @@ void PlasmaJobViews::addJob(quint64 jobId, const QString &source, const QString 
 {
     if (!bus_.isConnected())
         return;
-    views_.insert(jobId, View{});
-    QDBusMessage request = QDBusMessage::createMethodCall(serverService(), serverPath(),
-                                                          QStringLiteral("org.kde.JobViewServer"),
-                                                          QStringLiteral("requestView"));
-    request << QStringLiteral("SaneCopy") << QStringLiteral("io.github.sanecopy.SaneCopy") << (kKillable | kSuspendable);
+    views_.insert(jobId, View {});
+    QDBusMessage request = QDBusMessage::createMethodCall(
+        serverService(), serverPath(), QStringLiteral("org.kde.JobViewServer"), QStringLiteral("requestView"));
+    request << QStringLiteral("SaneCopy") << QStringLiteral("io.github.sanecopy.SaneCopy")
+            << (kKillable | kSuspendable);
     auto *watcher = new QDBusPendingCallWatcher(bus_.asyncCall(request, 5000), this);
     connect(watcher, &QDBusPendingCallWatcher::finished, this, [this, watcher, jobId, source, destination] {
         watcher->deleteLater();
@@ -128,10 +128,9 @@ void PlasmaJobViews::endAll(const QString &message)
     // which delivers in order. Views the server has not answered for are left to it: Plasma ends the views of
     // a program that leaves the bus.
     if (sent && bus_.isConnected()) {
-        const QDBusMessage ping = QDBusMessage::createMethodCall(QStringLiteral("org.freedesktop.DBus"),
-                                                                 QStringLiteral("/org/freedesktop/DBus"),
-                                                                 QStringLiteral("org.freedesktop.DBus"),
-                                                                 QStringLiteral("GetId"));
+        const QDBusMessage ping = QDBusMessage::createMethodCall(
+            QStringLiteral("org.freedesktop.DBus"), QStringLiteral("/org/freedesktop/DBus"),
+            QStringLiteral("org.freedesktop.DBus"), QStringLiteral("GetId"));
         bus_.call(ping, QDBus::Block, 1000);
     }
 }

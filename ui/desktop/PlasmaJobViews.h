@@ -17,7 +17,9 @@
 
 namespace SaneCopy {
 
-class PlasmaJobViews : public QObject, protected QDBusContext {
+class PlasmaJobViews
+    : public QObject
+    , protected QDBusContext {
     Q_OBJECT
 public:
     static QString serverService() { return QStringLiteral("org.kde.kuiserver"); }
@@ -51,8 +53,8 @@ private Q_SLOTS:
 
 private:
     struct View {
-        QString path;        // empty until the server answered
-        bool finished = false;  // ended before the server answered: terminate as soon as it does
+        QString path;          // empty until the server answered
+        bool finished = false; // ended before the server answered: terminate as soon as it does
         QString endMessage;
         bool suspended = false;
         qint64 totalBytes = -1; // last sent, to send totals only when they change

@@ -44,8 +44,7 @@ QString Udisks::label(const QString &blockDevice)
         .toString();
 }
 
-void Udisks::mount(const QString &blockDevice, QObject *context,
-                   const std::function<void(bool, const QString &)> &done)
+void Udisks::mount(const QString &blockDevice, QObject *context, const std::function<void(bool, const QString &)> &done)
 {
     QDBusInterface fs(kService, blockPath(blockDevice), QStringLiteral("org.freedesktop.UDisks2.Filesystem"),
                       QDBusConnection::systemBus());
@@ -63,30 +62,34 @@ void Udisks::mount(const QString &blockDevice, QObject *context,
 void Udisks::eject(const QString &blockDevice, QObject *context, const std::function<void(bool, const QString &)> &done)
 {
     const QString path = blockPath(blockDevice);
-    QDBusInterface fs(kService, path, QStringLiteral("org.freedesktop.UDisks2.Filesystem"), QDBusConnection::systemBus());
+    QDBusInterface fs(kService, path, QStringLiteral("org.freedesktop.UDisks2.Filesystem"),
+                      QDBusConnection::systemBus());
     auto *unmount = new QDBusPendingCallWatcher(fs.asyncCall(QStringLiteral("Unmount"), QVariantMap()), context);
-    QObject::connect(unmount, &QDBusPendingCallWatcher::finished, context, [path, context, done](QDBusPendingCallWatcher *w) {
-        w->deleteLater();
-        if (w->isError()) {
-            // UDisks says why (busy: "target is busy"); the user needs to hear it.
-            done(false, QObject::tr("Could not unmount: %1").arg(w->error().message()));
-            return;
-        }
-        const QVariant drive = property(path, QStringLiteral("org.freedesktop.UDisks2.Block"), QStringLiteral("Drive"));
-        const QString drivePath = qvariant_cast<QDBusObjectPath>(drive).path();
-        if (drivePath.isEmpty() || drivePath == QLatin1String("/")) {
-            done(true, QObject::tr("Unmounted. Safe to unplug."));
-            return;
-        }
-        QDBusInterface d(kService, drivePath, QStringLiteral("org.freedesktop.UDisks2.Drive"), QDBusConnection::systemBus());
-        auto *power = new QDBusPendingCallWatcher(d.asyncCall(QStringLiteral("PowerOff"), QVariantMap()), context);
-        QObject::connect(power, &QDBusPendingCallWatcher::finished, context, [done](QDBusPendingCallWatcher *p) {
-            p->deleteLater();
-            // Unmounted either way: some card readers can't be powered off, and that is fine to unplug.
-            done(true, p->isError() ? QObject::tr("Unmounted. Safe to unplug.")
-                                    : QObject::tr("Ejected. Safe to unplug."));
+    QObject::connect(
+        unmount, &QDBusPendingCallWatcher::finished, context, [path, context, done](QDBusPendingCallWatcher *w) {
+            w->deleteLater();
+            if (w->isError()) {
+                // UDisks says why (busy: "target is busy"); the user needs to hear it.
+                done(false, QObject::tr("Could not unmount: %1").arg(w->error().message()));
+                return;
+            }
+            const QVariant drive =
+                property(path, QStringLiteral("org.freedesktop.UDisks2.Block"), QStringLiteral("Drive"));
+            const QString drivePath = qvariant_cast<QDBusObjectPath>(drive).path();
+            if (drivePath.isEmpty() || drivePath == QLatin1String("/")) {
+                done(true, QObject::tr("Unmounted. Safe to unplug."));
+                return;
+            }
+            QDBusInterface d(kService, drivePath, QStringLiteral("org.freedesktop.UDisks2.Drive"),
+                             QDBusConnection::systemBus());
+            auto *power = new QDBusPendingCallWatcher(d.asyncCall(QStringLiteral("PowerOff"), QVariantMap()), context);
+            QObject::connect(power, &QDBusPendingCallWatcher::finished, context, [done](QDBusPendingCallWatcher *p) {
+                p->deleteLater();
+                // Unmounted either way: some card readers can't be powered off, and that is fine to unplug.
+                done(true, p->isError() ? QObject::tr("Unmounted. Safe to unplug.")
+                                        : QObject::tr("Ejected. Safe to unplug."));
+            });
         });
-    });
 }
 
 } // namespace SaneCopy

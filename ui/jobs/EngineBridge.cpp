@@ -176,11 +176,10 @@ quint64 EngineBridge::submit(const Options &options)
                 return QDateTime::fromMSecsSinceEpoch(qint64(t.tv_sec) * 1000 + t.tv_nsec / 1000000);
             };
             const QDateTime sm = when(q.source_mtime), tm = when(q.target_mtime);
-            return sanecopy::ConflictAnswer(ask(
-                [this, job, source, target, ss, ts, dir, sm, tm](quint64 id) {
-                    Q_EMIT conflictAsked(job, id, source, target, ss, ts, dir, sm, tm);
-                },
-                int(sanecopy::ConflictAnswer::Cancel)));
+            return sanecopy::ConflictAnswer(
+                ask([this, job, source, target, ss, ts, dir, sm,
+                     tm](quint64 id) { Q_EMIT conflictAsked(job, id, source, target, ss, ts, dir, sm, tm); },
+                    int(sanecopy::ConflictAnswer::Cancel)));
         };
     }
     if (options.askOnError) {
@@ -188,9 +187,9 @@ quint64 EngineBridge::submit(const Options &options)
             jobIdBox->wait(0);
             const quint64 job = jobIdBox->load();
             const QString src = qs(source), message = qs(s.message());
-            return sanecopy::ErrorAnswer(ask(
-                [this, job, src, message](quint64 id) { Q_EMIT errorAsked(job, id, src, message); },
-                int(sanecopy::ErrorAnswer::Abort)));
+            return sanecopy::ErrorAnswer(
+                ask([this, job, src, message](quint64 id) { Q_EMIT errorAsked(job, id, src, message); },
+                    int(sanecopy::ErrorAnswer::Abort)));
         };
     }
     auto job = queue_->submit(std::move(spec), std::make_shared<Observer>(this));
@@ -286,7 +285,7 @@ const PlanSummary::Room &PlanSummary::roomFor(int policy) const
 QStringList PlanSummary::problemsFor(int policy) const
 {
     const Room &r = roomFor(policy);
-    return r.problem.isEmpty() ? problems : QStringList{r.problem} + problems;
+    return r.problem.isEmpty() ? problems : QStringList {r.problem} + problems;
 }
 
 namespace {
@@ -337,8 +336,8 @@ PlanSummary summarize(const sanecopy::JobSpec &spec)
         return summary;
     // The job plans again with the user's choice; so does this, for each choice the dialog offers, with the same
     // function, so what the dialog says is what the job will find. Walks again only when names are taken.
-    for (auto [policy, room] : {std::pair{sanecopy::ConflictPolicy::Skip, &summary.roomIfSkipped},
-                                std::pair{sanecopy::ConflictPolicy::Overwrite, &summary.roomIfReplaced}}) {
+    for (auto [policy, room] : {std::pair {sanecopy::ConflictPolicy::Skip, &summary.roomIfSkipped},
+                                std::pair {sanecopy::ConflictPolicy::Overwrite, &summary.roomIfReplaced}}) {
         sanecopy::JobSpec choice = spec;
         choice.conflict = policy;
         *room = roomOf(choice, sanecopy::plan_job(choice), policy == sanecopy::ConflictPolicy::Skip);

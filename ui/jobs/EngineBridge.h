@@ -45,22 +45,22 @@ struct JobProgress {
 struct PlanSummary {
     QStringList problems; // one line each, for the dialog; the space line is in |room|
     qint64 totalBytes = 0;
-    qint64 files = 0;     // files and links that will be copied
+    qint64 files = 0; // files and links that will be copied
     QString mountPoint;
     QString blockDevice;
     bool removable = false;
-    int badNames = 0;     // problems that are names the target refuses (a safe name would fix them)
+    int badNames = 0; // problems that are names the target refuses (a safe name would fix them)
     // Whether the copy fits on the device depends on what becomes of the names already taken: skipped, they need
     // no room; replaced, the difference (and the largest once); asked one by one or kept both, their full size.
     struct Room {
-        QString problem;   // "not enough space: ...", empty when everything fits
-        qint64 files = 0;  // files and links the copy writes
+        QString problem;  // "not enough space: ...", empty when everything fits
+        qint64 files = 0; // files and links the copy writes
         // When not everything fits: what "copy what fits" would copy (JobSpec::fit_to_space); -1 when it fits.
         qint64 fitFiles = -1;
         qint64 fitBytes = 0;
     };
-    Room room;           // names taken asked for one by one, or kept both
-    Room roomIfSkipped;  // the same as |room| when no name is taken
+    Room room;          // names taken asked for one by one, or kept both
+    Room roomIfSkipped; // the same as |room| when no name is taken
     Room roomIfReplaced;
     // For a sanecopy::ConflictPolicy, or -1 for "ask for each".
     const Room &roomFor(int policy) const;

@@ -37,7 +37,8 @@ QString formatEta(double seconds)
 
 QString formatSizeAndDate(qint64 size, const QDateTime &modified)
 {
-    return QObject::tr("%1, modified %2").arg(formatBytes(double(size)), QLocale().toString(modified, QLocale::ShortFormat));
+    return QObject::tr("%1, modified %2")
+        .arg(formatBytes(double(size)), QLocale().toString(modified, QLocale::ShortFormat));
 }
 
 QString whichIsNewer(qint64 newSize, const QDateTime &newTime, qint64 oldSize, const QDateTime &oldTime)

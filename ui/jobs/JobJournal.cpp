@@ -31,16 +31,16 @@ QByteArray toJson(const JournalEntry &e)
     QJsonArray sources;
     for (const QByteArray &s : e.sources)
         sources.append(encodePath(s));
-    const QJsonObject o{{QStringLiteral("version"), kVersion},
-                        {QStringLiteral("sources"), sources},
-                        {QStringLiteral("destination"), encodePath(e.destination)},
-                        {QStringLiteral("verify"), e.verify},
-                        {QStringLiteral("renameInvalid"), e.renameInvalid},
-                        {QStringLiteral("move"), e.move},
-                        {QStringLiteral("manifest"), e.manifest},
-                        {QStringLiteral("queued"), e.queued.toString(Qt::ISODate)},
-                        {QStringLiteral("conflict"), e.conflict},
-                        {QStringLiteral("fitToSpace"), e.fitToSpace}};
+    const QJsonObject o {{QStringLiteral("version"), kVersion},
+                         {QStringLiteral("sources"), sources},
+                         {QStringLiteral("destination"), encodePath(e.destination)},
+                         {QStringLiteral("verify"), e.verify},
+                         {QStringLiteral("renameInvalid"), e.renameInvalid},
+                         {QStringLiteral("move"), e.move},
+                         {QStringLiteral("manifest"), e.manifest},
+                         {QStringLiteral("queued"), e.queued.toString(Qt::ISODate)},
+                         {QStringLiteral("conflict"), e.conflict},
+                         {QStringLiteral("fitToSpace"), e.fitToSpace}};
     return QJsonDocument(o).toJson();
 }
 
@@ -84,7 +84,10 @@ QString JobJournal::defaultFolder()
 }
 
 QString JobJournal::recordPath(const QString &key) const { return folder_ + QLatin1Char('/') + key + kRecordSuffix; }
-QString JobJournal::lockPath(const QString &key) const { return folder_ + QLatin1Char('/') + key + QStringLiteral(".lock"); }
+QString JobJournal::lockPath(const QString &key) const
+{
+    return folder_ + QLatin1Char('/') + key + QStringLiteral(".lock");
+}
 
 bool JobJournal::lock(const QString &key)
 {
@@ -170,8 +173,16 @@ QList<JournalEntry> JobJournal::claimUnfinished()
 
 JournalEntry journalEntryFor(const EngineBridge::Options &o)
 {
-    return {{}, o.sources, o.destination, o.verify, o.renameInvalid, o.move, o.manifest, {},
-            o.askOnConflict ? -1 : o.conflict, o.fitToSpace};
+    return {{},
+            o.sources,
+            o.destination,
+            o.verify,
+            o.renameInvalid,
+            o.move,
+            o.manifest,
+            {},
+            o.askOnConflict ? -1 : o.conflict,
+            o.fitToSpace};
 }
 
 EngineBridge::Options optionsFor(const JournalEntry &e)

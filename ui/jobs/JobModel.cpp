@@ -17,9 +17,15 @@ int JobModel::rowCount(const QModelIndex &parent) const { return parent.isValid(
 
 QHash<int, QByteArray> JobModel::roleNames() const
 {
-    return {{TitleRole, "title"},         {StatusRole, "status"},     {StateRole, "state"},
-            {DurableFractionRole, "durable"}, {WrittenFractionRole, "written"}, {RateRole, "rate"},
-            {EtaRole, "eta"},             {SafeToUnplugRole, "safe"}, {CanEjectRole, "canEject"}};
+    return {{TitleRole, "title"},
+            {StatusRole, "status"},
+            {StateRole, "state"},
+            {DurableFractionRole, "durable"},
+            {WrittenFractionRole, "written"},
+            {RateRole, "rate"},
+            {EtaRole, "eta"},
+            {SafeToUnplugRole, "safe"},
+            {CanEjectRole, "canEject"}};
 }
 
 void JobModel::addJob(quint64 jobId, const QString &title, const QString &destination, const QString &mountPoint,
@@ -101,10 +107,11 @@ QString JobModel::statusOf(const Row &row) const
             return tr("The device was removed before the copy finished. On it in complete files, which are kept: %1 "
                       "of %2. Plug it back in and copy again to finish the rest.")
                 .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
-        QString text = row.ok ? tr("Done: %1.").arg(summaryOf(row))
-                              : tr("Finished with problems: %1 (see Details).")
-                                    .arg(row.problems.size() == 1 ? tr("1 file was not copied")
-                                                                  : tr("%1 files were not copied").arg(row.problems.size()));
+        QString text =
+            row.ok ? tr("Done: %1.").arg(summaryOf(row))
+                   : tr("Finished with problems: %1 (see Details).")
+                         .arg(row.problems.size() == 1 ? tr("1 file was not copied")
+                                                       : tr("%1 files were not copied").arg(row.problems.size()));
         if (row.removable && p.durableBytes > 0)
             text += QLatin1Char(' ') + tr("Safe to unplug.");
         if (!row.finalMessage.isEmpty())
@@ -115,12 +122,14 @@ QString JobModel::statusOf(const Row &row) const
     case JobState::Queued:
         return tr("Waiting for the device: another copy to it runs first.");
     case JobState::Paused:
-        return tr("Paused. %1 of %2 on the device.").arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
+        return tr("Paused. %1 of %2 on the device.")
+            .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
     default:
         break;
     }
     const qint64 inCache = p.writtenBytes - p.durableBytes;
-    QString text = tr("%1 of %2 on the device").arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
+    QString text =
+        tr("%1 of %2 on the device").arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
     if (inCache > 0)
         text += tr(" (+%1 on its way)").arg(formatBytes(double(inCache)));
     text += tr(" · %1 · %2 left").arg(formatRate(p.deviceRate), formatEta(p.etaSeconds));
@@ -216,8 +225,9 @@ QString JobModel::summaryOf(const Row &row) const
     const JobProgress &p = row.progress;
     // What moved through the device, against the time it took: a resumed prefix did not.
     const double moved = double(p.durableBytes - p.unwrittenBytes);
-    QString text = tr("%1 in %2 on the device").arg(formatBytes(double(p.durableBytes)),
-                                                   row.copied == 1 ? tr("1 file") : tr("%1 files").arg(row.copied));
+    QString text =
+        tr("%1 in %2 on the device")
+            .arg(formatBytes(double(p.durableBytes)), row.copied == 1 ? tr("1 file") : tr("%1 files").arg(row.copied));
     if (p.elapsedSeconds >= 1)
         text += tr(" in %1 (%2)").arg(formatEta(p.elapsedSeconds), formatRate(moved / p.elapsedSeconds));
     if (row.renamed > 0)

@@ -26,18 +26,18 @@ public:
         RateRole,            // device bytes/s
         EtaRole,             // seconds, -1 unknown
         SafeToUnplugRole,
-        CanEjectRole,        // finished well on a removable device whose block device is known
+        CanEjectRole, // finished well on a removable device whose block device is known
         MountPointRole,
         BlockDeviceRole,
-        ProblemsRole,        // QStringList of skipped files and errors
+        ProblemsRole, // QStringList of skipped files and errors
         JobIdRole,
         OwnDirtyRole,
-        DeviceRemovedRole,   // the job ended because its device went away
-        FinishedRole,        // the engine is done with the job, however it ended
-        OutcomeRole,         // what the bar says instead of a percentage once the job ended unfinished; else empty
-        ResultsRole,         // QStringList, one line per file: copied (to where), renamed (to what), skipped (why), failed
-        SummaryRole,         // one line: what happened, once the job has ended
-        RemovableRole,       // the destination is a removable device: "Safe to unplug" is what the user waits for
+        DeviceRemovedRole, // the job ended because its device went away
+        FinishedRole,      // the engine is done with the job, however it ended
+        OutcomeRole,       // what the bar says instead of a percentage once the job ended unfinished; else empty
+        ResultsRole,   // QStringList, one line per file: copied (to where), renamed (to what), skipped (why), failed
+        SummaryRole,   // one line: what happened, once the job has ended
+        RemovableRole, // the destination is a removable device: "Safe to unplug" is what the user waits for
     };
 
     explicit JobModel(QObject *parent = nullptr);

@@ -18,7 +18,7 @@ namespace SaneCopy {
 namespace {
 enum Kind { DeviceEntry, FolderEntry, UnmountedEntry };
 const QString kUnmounted = QStringLiteral("unmounted:"); // + block device: the item data of an unmounted stick
-}
+} // namespace
 
 DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(parent)
 {
@@ -82,7 +82,8 @@ void DestinationPicker::setDestination(const QString &folder)
 {
     const QString before = destination();
     userChose_ = true;
-    const bool device = std::any_of(devices_.cbegin(), devices_.cend(), [&](const Device &d) { return d.mountPoint == folder; });
+    const bool device =
+        std::any_of(devices_.cbegin(), devices_.cend(), [&](const Device &d) { return d.mountPoint == folder; });
     if (!device) {
         custom_ = folder;
         rebuild();

@@ -25,10 +25,7 @@
 
 // The icon resource lives in a static library, where the linker drops an initializer nothing refers to; this
 // call refers to it. Q_INIT_RESOURCE must be used outside any namespace.
-static void registerIconResource()
-{
-    Q_INIT_RESOURCE(sanecopy_icons);
-}
+static void registerIconResource() { Q_INIT_RESOURCE(sanecopy_icons); }
 
 namespace SaneCopy {
 

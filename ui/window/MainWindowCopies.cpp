@@ -168,8 +168,8 @@ void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes
     const QString key = journalKeys_.take(jobId);
     const int jobRow = model_->rowOf(jobId);
     // Plasma's view ends with the job: an error text only for a failure (a cancel is the user's own doing).
-    jobViews_->onFinished(jobId, ok || cancelled || jobRow < 0 ? QString()
-                                                               : model_->index(jobRow).data(JobModel::StatusRole).toString());
+    jobViews_->onFinished(
+        jobId, ok || cancelled || jobRow < 0 ? QString() : model_->index(jobRow).data(JobModel::StatusRole).toString());
     if (jobRow >= 0 && model_->index(jobRow).data(JobModel::DeviceRemovedRole).toBool())
         journal_->release(key);
     else
@@ -193,12 +193,13 @@ void MainWindow::notifyFinished(quint64 jobId, bool ok, bool cancelled, qint64 b
     if (row < 0)
         return;
     const QModelIndex i = model_->index(row);
-    const bool removable = !i.data(JobModel::BlockDeviceRole).toString().isEmpty() && i.data(JobModel::CanEjectRole).toBool();
+    const bool removable =
+        !i.data(JobModel::BlockDeviceRole).toString().isEmpty() && i.data(JobModel::CanEjectRole).toBool();
     const QString title = i.data(JobModel::TitleRole).toString();
-    sendNotification(i.data(JobModel::DeviceRemovedRole).toBool()
-                         ? removedNotification(title)
-                         : notificationFor(title, ok, cancelled, bytes, removable,
-                                           i.data(JobModel::SummaryRole).toString()));
+    sendNotification(
+        i.data(JobModel::DeviceRemovedRole).toBool()
+            ? removedNotification(title)
+            : notificationFor(title, ok, cancelled, bytes, removable, i.data(JobModel::SummaryRole).toString()));
 }
 
 void MainWindow::eject(quint64 jobId)
@@ -208,7 +209,8 @@ void MainWindow::eject(quint64 jobId)
         return;
     const QString block = model_->index(row).data(JobModel::BlockDeviceRole).toString();
     model_->setEjected(jobId, false, tr("Ejecting…"));
-    Udisks::eject(block, this, [this, jobId](bool ok, const QString &message) { model_->setEjected(jobId, ok, message); });
+    Udisks::eject(block, this,
+                  [this, jobId](bool ok, const QString &message) { model_->setEjected(jobId, ok, message); });
 }
 
 } // namespace SaneCopy

@@ -18,8 +18,8 @@ namespace SaneCopy {
 void MainWindow::addMenus()
 {
     QMenu *file = menuBar()->addMenu(tr("&File"));
-    QAction *quit = file->addAction(QIcon::fromTheme(QStringLiteral("application-exit")), tr("&Quit"), this,
-                                    &QWidget::close);
+    QAction *quit =
+        file->addAction(QIcon::fromTheme(QStringLiteral("application-exit")), tr("&Quit"), this, &QWidget::close);
     // The platform's Quit keys; a platform theme that knows none (offscreen, some minimal desktops) gets Ctrl+Q.
     QList<QKeySequence> quitKeys = QKeySequence::keyBindings(QKeySequence::Quit);
     if (quitKeys.isEmpty())

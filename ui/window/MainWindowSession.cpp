@@ -132,7 +132,7 @@ void MainWindow::settleUnfinished(const QList<JournalEntry> &entries, const QLis
             if (dialog->choice() == UnfinishedDialog::Choice::Later)
                 break;
             taken.insert(e.key);
-            PendingCopy copy{optionsFor(e), e.key};
+            PendingCopy copy {optionsFor(e), e.key};
             copy.options.resume = true;
             const quint64 id = nextPlan_++;
             if (dialog->choice() == UnfinishedDialog::Choice::Resume) {

@@ -27,7 +27,8 @@ constexpr int kAsk = -1;
 // One side of a taken name, short enough for a table row: "300.0 KiB · 24/11/2026 07:26".
 QString side(qint64 size, const QDateTime &modified)
 {
-    return QStringLiteral("%1 · %2").arg(formatBytes(double(size)), QLocale().toString(modified, QLocale::NarrowFormat));
+    return QStringLiteral("%1 · %2").arg(formatBytes(double(size)),
+                                         QLocale().toString(modified, QLocale::NarrowFormat));
 }
 
 // Which side is newer, in a word or two; times within 2 s (FAT's step) are the same time.
@@ -37,8 +38,8 @@ QString newer(const PlanSummary::Taken &t)
         return PlanDialog::tr("a folder is there");
     return t.sourceTime > t.targetTime.addSecs(2)   ? PlanDialog::tr("this copy")
            : t.targetTime > t.sourceTime.addSecs(2) ? PlanDialog::tr("the one there")
-           : t.sourceSize == t.targetSize          ? PlanDialog::tr("same size and time")
-                                                   : PlanDialog::tr("same time");
+           : t.sourceSize == t.targetSize           ? PlanDialog::tr("same size and time")
+                                                    : PlanDialog::tr("same time");
 }
 } // namespace
 
@@ -89,8 +90,9 @@ void PlanDialog::addTakenList(QVBoxLayout *layout)
         row->setText(2, t.targetIsDir ? tr("a folder") : side(t.targetSize, t.targetTime));
         row->setText(3, newer(t));
         if (t.targetIsDir)
-            row->setToolTip(3, tr("A folder has this name, and a file can't replace it: with \u201cReplace them\u201d "
-                                  "it is reported as a failed file; \u201cKeep both\u201d copies it under a new name."));
+            row->setToolTip(3,
+                            tr("A folder has this name, and a file can't replace it: with \u201cReplace them\u201d "
+                               "it is reported as a failed file; \u201cKeep both\u201d copies it under a new name."));
         rows.append(row);
     }
     taken_->addTopLevelItems(rows);
@@ -113,12 +115,21 @@ void PlanDialog::addButtons(QVBoxLayout *layout)
 {
     buttons_ = new QDialogButtonBox(this);
     go_ = buttons_->addButton(QString(), QDialogButtonBox::AcceptRole);
-    connect(go_, &QPushButton::clicked, this, [this] { choice_ = Choice::Copy; accept(); });
+    connect(go_, &QPushButton::clicked, this, [this] {
+        choice_ = Choice::Copy;
+        accept();
+    });
     // Names FAT/exFAT refuse can still go, under a safe name ('_' for what the filesystem can't store).
     safeNames_ = buttons_->addButton(tr("Copy with Safe Names"), QDialogButtonBox::AcceptRole);
-    connect(safeNames_, &QPushButton::clicked, this, [this] { choice_ = Choice::CopyWithSafeNames; accept(); });
+    connect(safeNames_, &QPushButton::clicked, this, [this] {
+        choice_ = Choice::CopyWithSafeNames;
+        accept();
+    });
     elsewhere_ = buttons_->addButton(tr("Choose Another Destination"), QDialogButtonBox::ResetRole);
-    connect(elsewhere_, &QPushButton::clicked, this, [this] { choice_ = Choice::Elsewhere; accept(); });
+    connect(elsewhere_, &QPushButton::clicked, this, [this] {
+        choice_ = Choice::Elsewhere;
+        accept();
+    });
     QPushButton *cancel = buttons_->addButton(QDialogButtonBox::Cancel);
     connect(cancel, &QPushButton::clicked, this, &QDialog::reject);
     layout->addWidget(buttons_);
@@ -130,18 +141,22 @@ void PlanDialog::showChoice()
     const QStringList problems = this->problems();
     const bool noRoom = room.fitFiles >= 0;
     const qint64 going = noRoom ? room.fitFiles : room.files;
-    icon_->setPixmap(style()->standardIcon(problems.isEmpty() ? QStyle::SP_MessageBoxQuestion : QStyle::SP_MessageBoxWarning)
-                         .pixmap(32, 32));
+    icon_->setPixmap(
+        style()
+            ->standardIcon(problems.isEmpty() ? QStyle::SP_MessageBoxQuestion : QStyle::SP_MessageBoxWarning)
+            .pixmap(32, 32));
     headline_->setText(QStringLiteral("<b>%1</b>").arg(headline(problems, going).toHtmlEscaped()));
     problemList_->setPlainText(problems.join(QLatin1Char('\n')));
     problemList_->setVisible(!problems.isEmpty());
     // As tall as the list, up to 8 lines; the rest scrolls.
     const int lines = int(qBound(qsizetype(1), problems.size(), qsizetype(8)));
-    problemList_->setFixedHeight(problemList_->fontMetrics().lineSpacing() * lines + 2 * problemList_->frameWidth() + 12);
+    problemList_->setFixedHeight(problemList_->fontMetrics().lineSpacing() * lines + 2 * problemList_->frameWidth() +
+                                 12);
     const QString files = going == 1 ? tr("1 file") : tr("%1 files").arg(going);
-    go_->setText(noRoom      ? tr("Copy What Fits (%1 of the files, %2)").arg(room.fitFiles).arg(formatBytes(double(room.fitBytes)))
-                 : !problems.isEmpty() ? tr("Copy the Rest (%1)").arg(files)
-                                       : tr("Copy (%1)").arg(files));
+    go_->setText(
+        noRoom ? tr("Copy What Fits (%1 of the files, %2)").arg(room.fitFiles).arg(formatBytes(double(room.fitBytes)))
+        : !problems.isEmpty() ? tr("Copy the Rest (%1)").arg(files)
+                              : tr("Copy (%1)").arg(files));
     go_->setVisible(going > 0);
     safeNames_->setVisible(plan_.badNames > 0 && !noRoom);
     QPushButton *preferred = going > 0 ? go_ : safeNames_->isVisibleTo(this) ? safeNames_ : elsewhere_;
@@ -157,8 +172,9 @@ QString PlanDialog::headline(const QStringList &problems, qint64 going) const
                                                : tr("Nothing of this can be copied to %1.").arg(destination_);
     if (skipping && going == 0)
         return tr("All of this is already on %1: nothing is left to copy.").arg(destination_);
-    return plan_.taken.size() == 1 ? tr("One file of this copy is already on %1.").arg(destination_)
-                                   : tr("%1 files of this copy are already on %2.").arg(plan_.taken.size()).arg(destination_);
+    return plan_.taken.size() == 1
+               ? tr("One file of this copy is already on %1.").arg(destination_)
+               : tr("%1 files of this copy are already on %2.").arg(plan_.taken.size()).arg(destination_);
 }
 
 int PlanDialog::choicePolicy() const { return takenChoice_ ? takenChoice_->currentData().toInt() : kAsk; }
@@ -169,10 +185,7 @@ QStringList PlanDialog::problems() const { return plan_.problemsFor(choicePolicy
 
 bool PlanDialog::askForEach() const { return choicePolicy() == kAsk; }
 
-int PlanDialog::conflictPolicy() const
-{
-    return askForEach() ? int(sanecopy::ConflictPolicy::Refuse) : choicePolicy();
-}
+int PlanDialog::conflictPolicy() const { return askForEach() ? int(sanecopy::ConflictPolicy::Refuse) : choicePolicy(); }
 
 QList<QAbstractButton *> PlanDialog::buttons() const { return buttons_->buttons(); }
 

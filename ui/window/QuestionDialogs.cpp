@@ -15,7 +15,8 @@ namespace SaneCopy {
 using sanecopy::ConflictAnswer;
 using sanecopy::ErrorAnswer;
 
-QuestionDialogs::QuestionDialogs(EngineBridge *bridge, QWidget *window) : QObject(window), bridge_(bridge), window_(window)
+QuestionDialogs::QuestionDialogs(EngineBridge *bridge, QWidget *window)
+    : QObject(window), bridge_(bridge), window_(window)
 {
     connect(bridge_, &EngineBridge::conflictAsked, this, &QuestionDialogs::onConflict);
     connect(bridge_, &EngineBridge::errorAsked, this, &QuestionDialogs::onError);
@@ -28,10 +29,11 @@ void QuestionDialogs::onConflict(quint64 jobId, quint64 questionId, const QStrin
     Q_UNUSED(source)
     // Which one is newer is what decides most answers; it is said, not left to comparing two dates.
     const QString which = whichIsNewer(sourceSize, sourceModified, targetSize, targetModified);
-    Question q{true, jobId, questionId, tr("“%1” already exists.").arg(target),
-               targetIsFolder ? tr("It is a folder, so it can only be skipped or the copy renamed.")
-                              : tr("Existing: %1.\nNew: %2.\n%3")
-                                    .arg(formatSizeAndDate(targetSize, targetModified), formatSizeAndDate(sourceSize, sourceModified), which)};
+    Question q {true, jobId, questionId, tr("“%1” already exists.").arg(target),
+                targetIsFolder ? tr("It is a folder, so it can only be skipped or the copy renamed.")
+                               : tr("Existing: %1.\nNew: %2.\n%3")
+                                     .arg(formatSizeAndDate(targetSize, targetModified),
+                                          formatSizeAndDate(sourceSize, sourceModified), which)};
     if (answerFromMemory(q))
         return;
     queue_.enqueue(q);
@@ -40,7 +42,7 @@ void QuestionDialogs::onConflict(quint64 jobId, quint64 questionId, const QStrin
 
 void QuestionDialogs::onError(quint64 jobId, quint64 questionId, const QString &source, const QString &message)
 {
-    Question q{false, jobId, questionId, tr("Could not copy “%1”.").arg(source), message};
+    Question q {false, jobId, questionId, tr("Could not copy “%1”.").arg(source), message};
     if (answerFromMemory(q))
         return;
     queue_.enqueue(q);
@@ -76,7 +78,8 @@ void QuestionDialogs::showNext()
     box->setWindowTitle(q.conflict ? tr("File exists") : tr("Copy error"));
     box->setText(q.text);
     box->setInformativeText(q.detail);
-    auto *all = new QCheckBox(q.conflict ? tr("&Apply to all conflicts of this copy") : tr("&Apply to all errors of this copy"), box);
+    auto *all = new QCheckBox(
+        q.conflict ? tr("&Apply to all conflicts of this copy") : tr("&Apply to all errors of this copy"), box);
     box->setCheckBox(all);
     QHash<QAbstractButton *, int> answers;
     if (q.conflict) {
@@ -98,7 +101,8 @@ void QuestionDialogs::showNext()
     }
     current_ = box;
     connect(box, &QMessageBox::finished, this, [this, box, q, answers, all] {
-        int answer = answers.value(box->clickedButton(), q.conflict ? int(ConflictAnswer::Skip) : int(ErrorAnswer::Skip));
+        int answer =
+            answers.value(box->clickedButton(), q.conflict ? int(ConflictAnswer::Skip) : int(ErrorAnswer::Skip));
         // Retrying every error automatically would loop; "all" means all conflicts, or skipping all errors.
         const bool remember = all->isChecked() && (q.conflict || answer != int(ErrorAnswer::Retry));
         if (q.conflict) {

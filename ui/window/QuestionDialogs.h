@@ -15,7 +15,6 @@
 #include <QQueue>
 #include <QString>
 
-
 class QWidget;
 
 namespace SaneCopy {

@@ -84,8 +84,9 @@ QHBoxLayout *JobRow::makeSafeRow()
     safe_->setTextFormat(Qt::RichText);
     safe_->setText(QStringLiteral("<b>%1</b>").arg(tr("Safe to unplug").toHtmlEscaped()));
     auto *safeIcon = new QLabel(this);
-    safeIcon->setPixmap(QIcon::fromTheme(QStringLiteral("emblem-ok-symbolic"), QIcon::fromTheme(QStringLiteral("dialog-ok")))
-                            .pixmap(16, 16));
+    safeIcon->setPixmap(
+        QIcon::fromTheme(QStringLiteral("emblem-ok-symbolic"), QIcon::fromTheme(QStringLiteral("dialog-ok")))
+            .pixmap(16, 16));
     safeIcon->setVisible(false);
     connect(this, &JobRow::safeShown, safeIcon, &QWidget::setVisible);
     auto *safeRow = new QHBoxLayout;
@@ -123,7 +124,8 @@ void JobRow::refresh()
         return;
     const QModelIndex i = model_->index(row);
     title_->setText(i.data(JobModel::TitleRole).toString());
-    bar_->setFractions(i.data(JobModel::DurableFractionRole).toDouble(), i.data(JobModel::WrittenFractionRole).toDouble());
+    bar_->setFractions(i.data(JobModel::DurableFractionRole).toDouble(),
+                       i.data(JobModel::WrittenFractionRole).toDouble());
     bar_->setOutcome(i.data(JobModel::OutcomeRole).toString());
     status_->setText(i.data(JobModel::StatusRole).toString());
     const QStringList problems = i.data(JobModel::ProblemsRole).toStringList();
@@ -134,7 +136,8 @@ void JobRow::refresh()
     pause_->setVisible(active);
     pause_->setEnabled(state != JobState::Queued);
     pause_->setText(paused_ ? tr("Resume") : tr("Pause"));
-    pause_->setIcon(QIcon::fromTheme(paused_ ? QStringLiteral("media-playback-start") : QStringLiteral("media-playback-pause")));
+    pause_->setIcon(
+        QIcon::fromTheme(paused_ ? QStringLiteral("media-playback-start") : QStringLiteral("media-playback-pause")));
     cancel_->setVisible(active);
     // Eject needs UDisks2; without it the button would only fail.
     const bool ejectable = i.data(JobModel::CanEjectRole).toBool() && ejectAvailable_;
@@ -219,7 +222,8 @@ QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), mo
             delete rowFor(model_->jobIdAt(r));
     });
     connect(model_, &JobModel::rowsRemoved, this, [this] { empty_->setVisible(model_->rowCount() == 0); });
-    connect(model_, &JobModel::rowsInserted, this, [this](const QModelIndex &, int first, int last) { addRows(first, last); });
+    connect(model_, &JobModel::rowsInserted, this,
+            [this](const QModelIndex &, int first, int last) { addRows(first, last); });
     connect(model_, &JobModel::dataChanged, this, [this](const QModelIndex &from, const QModelIndex &to) {
         for (int r = from.row(); r <= to.row(); ++r)
             if (JobRow *row = rowFor(model_->jobIdAt(r)))

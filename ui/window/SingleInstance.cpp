@@ -15,8 +15,8 @@ bool SingleInstance::handOver(const CommandLine &cmd, const QDBusConnection &bus
     qDBusRegisterMetaType<QList<QByteArray>>();
     if (!bus.isConnected() || !bus.interface() || !bus.interface()->isServiceRegistered(serviceName()))
         return false;
-    QDBusMessage call = QDBusMessage::createMethodCall(serviceName(), objectPath(), serviceName(),
-                                                       QStringLiteral("Queue"));
+    QDBusMessage call =
+        QDBusMessage::createMethodCall(serviceName(), objectPath(), serviceName(), QStringLiteral("Queue"));
     call << QVariant::fromValue(cmd.files) << cmd.destination << cmd.move;
     // A window that does not answer within 5 s is not one to hand files to: this process opens its own.
     const QDBusMessage reply = bus.call(call, QDBus::Block, 5000);

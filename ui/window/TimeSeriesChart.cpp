@@ -108,7 +108,8 @@ QRect TimeSeriesChart::plotArea(const QFontMetrics &fm, int &labelRight) const
     const int legendHeight = fm.height() + 4;
     // Half a line of room above the plot, so the top y label never runs into the title.
     const int plotTop = titleHeight + fm.height() / 2 + 2;
-    const QRect plot(labelRight, plotTop, width() - labelRight - 8, height() - plotTop - legendHeight - fm.height() - 6);
+    const QRect plot(labelRight, plotTop, width() - labelRight - 8,
+                     height() - plotTop - legendHeight - fm.height() - 6);
     return plot.width() < 20 || plot.height() < 20 ? QRect() : plot;
 }
 

@@ -16,21 +16,22 @@ UnfinishedDialog::UnfinishedDialog(const QList<JournalEntry> &entries, const QLi
 {
     setWindowTitle(tr("Unfinished copies"));
     auto *layout = new QVBoxLayout(this);
-    auto *text = new QLabel(entries.size() == 1
-                                ? tr("A copy did not finish the last time SaneCopy ran (it was closed, or the "
-                                     "computer stopped).")
-                                : tr("%1 copies did not finish the last time SaneCopy ran (it was closed, or "
-                                     "the computer stopped).")
-                                      .arg(entries.size()),
-                            this);
+    auto *text =
+        new QLabel(entries.size() == 1 ? tr("A copy did not finish the last time SaneCopy ran (it was closed, or the "
+                                            "computer stopped).")
+                                       : tr("%1 copies did not finish the last time SaneCopy ran (it was closed, or "
+                                            "the computer stopped).")
+                                             .arg(entries.size()),
+                   this);
     text->setWordWrap(true);
     layout->addWidget(text);
     list_ = new QListWidget(this);
     for (int i = 0; i < entries.size(); ++i) {
         const bool there = i < present.size() && present.at(i);
-        auto *item = new QListWidgetItem(describe(entries.at(i)) +
-                                             (there ? QString() : QLatin1Char('\n') + tr("Not there now: plug the device in.")),
-                                         list_);
+        auto *item =
+            new QListWidgetItem(describe(entries.at(i)) +
+                                    (there ? QString() : QLatin1Char('\n') + tr("Not there now: plug the device in.")),
+                                list_);
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
         item->setCheckState(there ? Qt::Checked : Qt::Unchecked);
     }
