@@ -48,7 +48,8 @@ packages=(
     # sandbox (eu-strip, and AppStream's compose, which reads the SVG icon through librsvg's gdk-pixbuf loader);
     # the stand-ins for Plasma's job view server and the notification server that the sandboxed app talks to.
     flatpak elfutils librsvg2-common python3-dbus python3-gi
-    # The house's checks (packaging/lint.sh): clang-tidy and clazy, and a venv for lizard, which Debian lacks.
+    # The house's checks (packaging/lint.py): clang-tidy, clazy and clang-format, and a venv for lizard, which
+    # Debian lacks.
     clang-tidy clazy clang-format python3-venv
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker.
