@@ -132,17 +132,25 @@ SaneCopyWorker::Resolved SaneCopyWorker::settleAndResolve(const QUrl &url, bool 
     return resolve(url, creating);
 }
 
-SaneCopyWorker::ResolvedPair SaneCopyWorker::resolvePair(const QUrl &src, const QUrl &dest)
+SaneCopyWorker::ResolvedPair SaneCopyWorker::resolvePair(const QUrl &src, const QUrl &dest, FileOp op)
 {
     ResolvedPair pair;
     const Resolved from = resolve(src);
     const Resolved to = from.error ? Resolved() : resolve(dest, true);
-    if (from.error || to.error)
+    if (from.error || to.error) {
         pair.error = from.error ? from.error : to.error;
-    else if (from.deviceRoot || to.deviceRoot)
+        return pair;
+    }
+    if (from.deviceRoot || to.deviceRoot) {
         pair.error = deviceIsNoFile();
-    else
-        pair = {from.path, to.path, std::nullopt};
+        return pair;
+    }
+    pair.from = from.path;
+    pair.to = to.path;
+    const int r = op == FileOp::Rename ? ::lstat(pair.from.constData(), &pair.source)
+                                       : ::stat(pair.from.constData(), &pair.source);
+    if (r < 0)
+        pair.error = failWith(op, errno, pair.from);
     return pair;
 }
 

@@ -71,13 +71,15 @@ private:
     Resolved resolve(const QUrl &url, bool creating = false);
     // settleRun(), then resolve(): what the folder run held is settled before anything else is looked at.
     Resolved settleAndResolve(const QUrl &url, bool creating = false);
-    // The two ends of a copy or rename, neither of them a device's own folder.
+    // The two ends of a copy or rename, neither of them a device's own folder, and the source's stat: through a
+    // link for a copy (FileOp::Read), of the link itself for a rename (FileOp::Rename), whose error it fails with.
     struct ResolvedPair {
         QByteArray from;
         QByteArray to;
+        struct stat source {};
         std::optional<KIO::WorkerResult> error;
     };
-    ResolvedPair resolvePair(const QUrl &src, const QUrl &dest);
+    ResolvedPair resolvePair(const QUrl &src, const QUrl &dest, SaneCopyKio::FileOp op);
     // Deleting, moving or renaming a device's own folder: refused, with what to do instead.
     KIO::WorkerResult deviceIsNoFile();
     // sanecopy://devices/ itself: a folder that can't be written, holding one folder per device.

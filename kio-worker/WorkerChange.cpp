@@ -83,14 +83,12 @@ KIO::WorkerResult SaneCopyWorker::rename(const QUrl &src, const QUrl &dest, KIO:
 {
     if (KIO::WorkerResult settled = settleRun(); !settled.success())
         return settled;
-    const ResolvedPair paths = resolvePair(src, dest);
+    const ResolvedPair paths = resolvePair(src, dest, FileOp::Rename);
     if (paths.error)
         return *paths.error;
     const QByteArray &from = paths.from;
     const QByteArray &to = paths.to;
-    struct stat st {};
-    if (::lstat(from.constData(), &st) < 0)
-        return failWith(FileOp::Rename, errno, from);
+    const struct stat &st = paths.source;
     KIO::WorkerResult renamed = (flags & KIO::Overwrite) ? renameReplacing(from, to) : renameKeeping(from, to, st);
     if (!renamed.success())
         return renamed;

@@ -192,14 +192,12 @@ KIO::WorkerResult SaneCopyWorker::failedWriting(const sanecopy::Status &s, const
 
 KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*permissions*/, KIO::JobFlags flags)
 {
-    const ResolvedPair paths = resolvePair(src, dest);
+    const ResolvedPair paths = resolvePair(src, dest, FileOp::Read);
     if (paths.error)
         return *paths.error;
     const QByteArray &from = paths.from;
     const QByteArray &to = paths.to;
-    struct stat st {};
-    if (::stat(from.constData(), &st) < 0)
-        return failWith(FileOp::Read, errno, from);
+    const struct stat &st = paths.source;
     // KIO's CopyJob makes folders with mkdir() and copies their files one by one; a folder here is a mistake.
     if (S_ISDIR(st.st_mode))
         return KIO::WorkerResult::fail(KIO::ERR_IS_DIRECTORY, displayPath(from));

@@ -171,12 +171,23 @@ struct FaultSyscalls : Syscalls {
     }
 };
 
-// A copy held to about 12 MiB/s (256 KiB every 20 ms): slow enough for a window test or a screenshot to catch it
-// running, pause it, or kill the process mid-file.
-inline void slow_to_watch(FaultSyscalls &fs)
-{
-    fs.max_transfer = 256 * 1024;
-    fs.data_delay = std::chrono::milliseconds(20);
-}
+// A slow device on the syscall seam, installed for as long as this lives: data calls of at most |chunk| bytes,
+// each |delay| long. |fs| counts what went through.
+class SlowSeam {
+public:
+    SlowSeam(std::size_t chunk, std::chrono::milliseconds delay)
+    {
+        fs.max_transfer = chunk;
+        fs.data_delay = delay;
+    }
+    // About 12 MiB/s (256 KiB every 20 ms): slow enough for a window test or a screenshot to catch a copy running,
+    // pause it, or kill the process mid-file.
+    static SlowSeam to_watch() { return {256 * 1024, std::chrono::milliseconds(20)}; }
+
+    FaultSyscalls fs;
+
+private:
+    ScopedSyscalls seam_ {fs};
+};
 
 } // namespace sanecopy::test

@@ -47,6 +47,14 @@ Status copy_with(CopyRoute route, const std::string &src, const std::string &dst
 CopyRoute stick_route() { return {false, WritebackMode::Windows, true}; }
 CopyRoute fast_route() { return {true, WritebackMode::Windows, true}; }
 
+// src onto dst in |t| as onto a stick, when nothing about the copy but its outcome matters.
+bool copies_onto_stick(const TempDir &t, uint64_t size)
+{
+    ProgressCounters counters;
+    FileCopyResult result;
+    return copy_with(stick_route(), t / "src", t / "dst", size, result, counters).ok();
+}
+
 double residency(const std::string &path)
 {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -127,9 +135,7 @@ TEST_CASE("copy file to file: EINTR is retried and the bytes are identical")
     fs.eintr_every = 2;
     fs.max_transfer = 256 * 1024;
     ScopedSyscalls seam(fs);
-    ProgressCounters counters;
-    FileCopyResult result;
-    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 6 * MiB, result, counters).ok());
+    REQUIRE(copies_onto_stick(t, 6 * MiB));
     CHECK(fs.eintr_injected > 0);
     CHECK(same_bytes(t / "src", t / "dst"));
 }
@@ -250,9 +256,7 @@ TEST_CASE("page cache: the copy drops the source pages it read and the destinati
     write_pattern_file(t / "src", 16 * MiB);
     evict(t / "src");
     REQUIRE(residency(t / "src") < 0.05);
-    ProgressCounters counters;
-    FileCopyResult result;
-    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 16 * MiB, result, counters).ok());
+    REQUIRE(copies_onto_stick(t, 16 * MiB));
     CHECK(residency(t / "src") < 0.05);
     CHECK(residency(t / "dst") < 0.05);
 }
@@ -263,9 +267,7 @@ TEST_CASE("page cache: source pages that were cached before the copy are left al
     write_pattern_file(t / "src", 16 * MiB);
     (void)read_file(t / "src"); // someone else is using this file
     REQUIRE(residency(t / "src") > 0.95);
-    ProgressCounters counters;
-    FileCopyResult result;
-    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 16 * MiB, result, counters).ok());
+    REQUIRE(copies_onto_stick(t, 16 * MiB));
     CHECK(residency(t / "src") > 0.95);
 }
 
@@ -286,9 +288,7 @@ TEST_CASE("page cache: a source whose residency the kernel hides is dropped behi
     REQUIRE(residency(t / "src") > 0.95);
     Hidden fs;
     ScopedSyscalls seam(fs);
-    ProgressCounters counters;
-    FileCopyResult result;
-    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 16 * MiB, result, counters).ok());
+    REQUIRE(copies_onto_stick(t, 16 * MiB));
     CHECK(residency(t / "src") < 0.05);
     CHECK(residency(t / "dst") < 0.05);
 }

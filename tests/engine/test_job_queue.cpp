@@ -6,6 +6,7 @@
 #include "catch.h"
 
 #include "fault_syscalls.h"
+#include "job_helpers.h"
 #include "job_queue.h"
 #include "test_support.h"
 
@@ -16,6 +17,7 @@
 
 using namespace sanecopy;
 using namespace sanecopy::test;
+using namespace std::chrono_literals;
 
 namespace {
 constexpr uint64_t MiB = 1024 * 1024;
@@ -58,33 +60,18 @@ struct Recorder : JobObserver {
     }
 };
 
-JobSpec spec_of(const std::string &src, const std::string &dst)
-{
-    JobSpec spec;
-    spec.sources = {src};
-    spec.destination = dst;
-    return spec;
-}
-
-// A slow device: data calls of at most 128 KiB, 5 ms each (about 25 MB/s).
-void make_slow(FaultSyscalls &fs)
-{
-    fs.max_transfer = 128 * 1024;
-    fs.data_delay = std::chrono::milliseconds(5);
-}
 } // namespace
 
 TEST_CASE("job queue: progress snapshots arrive at least 4 times a second and end at the full size")
 {
     TempDir t;
     write_pattern_file(t / "src", 24 * MiB);
-    FaultSyscalls fs;
-    make_slow(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
+    FaultSyscalls &fs = slow.fs;
     auto rec = std::make_shared<Recorder>();
     {
         JobQueue queue(0.2);
-        auto job = queue.submit(spec_of(t / "src", t / "dst"), rec);
+        auto job = queue.submit(spec_of({t / "src"}, t / "dst"), rec);
         REQUIRE(job->wait().ok());
     }
     REQUIRE(rec->finished);
@@ -109,12 +96,11 @@ TEST_CASE("job queue: the device rate and ETA come from durable bytes")
 {
     TempDir t;
     write_pattern_file(t / "src", 24 * MiB);
-    FaultSyscalls fs;
-    make_slow(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
+    FaultSyscalls &fs = slow.fs;
     auto rec = std::make_shared<Recorder>();
     JobQueue queue(0.1);
-    auto job = queue.submit(spec_of(t / "src", t / "dst"), rec);
+    auto job = queue.submit(spec_of({t / "src"}, t / "dst"), rec);
     REQUIRE(rec->wait_for([&] {
         return !rec->progress.empty() && rec->progress.back().device_bytes_per_sec > 0 &&
                rec->progress.back().eta_seconds > 0;
@@ -135,12 +121,11 @@ TEST_CASE("job queue: pause stops the copy at a chunk boundary, resume finishes 
 {
     TempDir t;
     write_pattern_file(t / "src", 24 * MiB);
-    FaultSyscalls fs;
-    make_slow(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
+    FaultSyscalls &fs = slow.fs;
     auto rec = std::make_shared<Recorder>();
     JobQueue queue(0.05);
-    auto job = queue.submit(spec_of(t / "src", t / "dst"), rec);
+    auto job = queue.submit(spec_of({t / "src"}, t / "dst"), rec);
     REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().written_bytes > 0; }));
     job->pause();
     REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().state == JobState::Paused; }));
@@ -164,12 +149,11 @@ TEST_CASE("job queue: cancel removes the partial file and reports cancelled")
     TempDir t;
     write_pattern_file(t / "src", 24 * MiB);
     ::mkdir((t / "out").c_str(), 0755);
-    FaultSyscalls fs;
-    make_slow(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
+    FaultSyscalls &fs = slow.fs;
     auto rec = std::make_shared<Recorder>();
     JobQueue queue(0.05);
-    auto job = queue.submit(spec_of(t / "src", t / "out"), rec);
+    auto job = queue.submit(spec_of({t / "src"}, t / "out"), rec);
     REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().written_bytes > 0; }));
     job->cancel();
     JobSummary summary = job->wait();
@@ -183,14 +167,13 @@ TEST_CASE("job queue: jobs to one device run one after another")
     TempDir t;
     write_pattern_file(t / "a", 8 * MiB, 1);
     write_pattern_file(t / "b", 8 * MiB, 2);
-    FaultSyscalls fs;
-    make_slow(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
+    FaultSyscalls &fs = slow.fs;
     auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
     const std::string lane = "test-stick-" + std::to_string(::getpid());
     JobQueue queue(0.05, [lane](const JobSpec &) { return lane; });
-    auto ja = queue.submit(spec_of(t / "a", t / "a.copy"), ra);
-    auto jb = queue.submit(spec_of(t / "b", t / "b.copy"), rb);
+    auto ja = queue.submit(spec_of({t / "a"}, t / "a.copy"), ra);
+    auto jb = queue.submit(spec_of({t / "b"}, t / "b.copy"), rb);
     REQUIRE(ja->wait().ok());
     REQUIRE(jb->wait().ok());
     CHECK(fs.max_concurrent_data_calls == 1);
@@ -205,15 +188,14 @@ TEST_CASE("job queue: jobs to different devices run at the same time")
     TempDir t;
     write_pattern_file(t / "a", 8 * MiB, 1);
     write_pattern_file(t / "b", 8 * MiB, 2);
-    FaultSyscalls fs;
-    make_slow(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
+    FaultSyscalls &fs = slow.fs;
     auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
     const std::string lane = "test-device-" + std::to_string(::getpid()) + "-";
     JobQueue queue(0.05,
                    [lane](const JobSpec &spec) { return lane + spec.destination.substr(spec.destination.size() - 6); });
-    auto ja = queue.submit(spec_of(t / "a", t / "a.copy"), ra);
-    auto jb = queue.submit(spec_of(t / "b", t / "b.copy"), rb);
+    auto ja = queue.submit(spec_of({t / "a"}, t / "a.copy"), ra);
+    auto jb = queue.submit(spec_of({t / "b"}, t / "b.copy"), rb);
     REQUIRE(ja->wait().ok());
     REQUIRE(jb->wait().ok());
     CHECK(fs.max_concurrent_data_calls == 2);
@@ -229,14 +211,13 @@ TEST_CASE("job queue: one writer per device holds across processes too (a lock p
     TempDir t;
     write_pattern_file(t / "a", 8 * MiB, 1);
     write_pattern_file(t / "b", 8 * MiB, 2);
-    FaultSyscalls fs;
-    make_slow(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
+    FaultSyscalls &fs = slow.fs;
     const std::string lane = "test-lane-" + std::to_string(::getpid());
     auto same_device = [lane](const JobSpec &) { return lane; };
     JobQueue first(0.05, same_device), second(0.05, same_device);
-    auto ja = first.submit(spec_of(t / "a", t / "a.copy"));
-    auto jb = second.submit(spec_of(t / "b", t / "b.copy"));
+    auto ja = first.submit(spec_of({t / "a"}, t / "a.copy"));
+    auto jb = second.submit(spec_of({t / "b"}, t / "b.copy"));
     REQUIRE(ja->wait().ok());
     REQUIRE(jb->wait().ok());
     CHECK(fs.max_concurrent_data_calls == 1);

@@ -21,6 +21,7 @@
 
 using namespace sanecopy;
 using namespace sanecopy::test;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -79,13 +80,6 @@ JobSpec small_chunks(JobSpec spec)
     return spec;
 }
 
-// Data calls slow enough for a stop to land where the test wants it.
-void slow_down(FaultSyscalls &fs)
-{
-    fs.max_transfer = 256 * 1024;
-    fs.data_delay = std::chrono::milliseconds(2);
-}
-
 std::size_t count_note(const JobRun &run, const std::string &note)
 {
     std::size_t n = 0;
@@ -111,9 +105,8 @@ TEST_CASE("resume: an interrupted job keeps its part file, a rerun finishes it a
     REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
     JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out"));
     {
-        FaultSyscalls fs;
-        slow_down(fs);
-        ScopedSyscalls seam(fs);
+        SlowSeam slow(256 * 1024, 2ms); // slow enough for a stop to land where the test wants it
+        FaultSyscalls &fs = slow.fs;
         // Past big0 and the small files, inside big1.
         Stopped first = run_until(spec, fs, 8 * MiB, &JobControl::interrupt);
         REQUIRE(first.summary.cancelled);
@@ -154,9 +147,8 @@ TEST_CASE("resume: a cancel removes the part file, an interrupt keeps it")
 {
     TempDir t;
     write_pattern_file(t / "big", 8 * MiB, 3);
-    FaultSyscalls fs;
-    slow_down(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(256 * 1024, 2ms); // slow enough for a stop to land where the test wants it
+    FaultSyscalls &fs = slow.fs;
     Stopped cancelled = run_until(small_chunks(spec_of({t / "big"}, t / "copy")), fs, 2 * MiB, &JobControl::cancel);
     CHECK(cancelled.summary.cancelled);
     CHECK_FALSE(exists(t / ".copy.part"));
@@ -195,9 +187,8 @@ TEST_CASE("resume: the manifest of a resumed job lists the files the first run p
     JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out"));
     spec.manifest = true;
     {
-        FaultSyscalls fs;
-        slow_down(fs);
-        ScopedSyscalls seam(fs);
+        SlowSeam slow(256 * 1024, 2ms); // slow enough for a stop to land where the test wants it
+        FaultSyscalls &fs = slow.fs;
         REQUIRE(run_until(spec, fs, 8 * MiB, &JobControl::interrupt).summary.cancelled);
     }
     CHECK_FALSE(exists(t / "out/SHA256SUMS")); // a cancelled or interrupted job writes none
@@ -217,9 +208,8 @@ TEST_CASE("resume: discarding an unfinished job removes its part files and nothi
     REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
     const JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out"));
     {
-        FaultSyscalls fs;
-        slow_down(fs);
-        ScopedSyscalls seam(fs);
+        SlowSeam slow(256 * 1024, 2ms); // slow enough for a stop to land where the test wants it
+        FaultSyscalls &fs = slow.fs;
         REQUIRE(run_until(spec, fs, 8 * MiB, &JobControl::interrupt).summary.cancelled);
     }
     REQUIRE(exists(t / "out/src/.big1.part"));
@@ -236,9 +226,8 @@ TEST_CASE("resume: a queue going away interrupts its jobs, and their part files 
 {
     TempDir t;
     write_pattern_file(t / "big", 8 * MiB, 5);
-    FaultSyscalls fs;
-    slow_down(fs);
-    ScopedSyscalls seam(fs);
+    SlowSeam slow(256 * 1024, 2ms); // slow enough for a stop to land where the test wants it
+    FaultSyscalls &fs = slow.fs;
     std::shared_ptr<Job> job;
     {
         JobQueue queue(0.05, [](const JobSpec &) { return std::string("lane"); });
@@ -283,9 +272,8 @@ TEST_CASE("resume: what the interrupted run kept beside an older version is foun
     make_older_versions(t / "out/src");
     JobSpec spec = small_chunks(spec_of({t / "src"}, t / "out", ConflictPolicy::Rename));
     {
-        FaultSyscalls fs;
-        slow_down(fs);
-        ScopedSyscalls seam(fs);
+        SlowSeam slow(256 * 1024, 2ms); // slow enough for a stop to land where the test wants it
+        FaultSyscalls &fs = slow.fs;
         REQUIRE(run_until(spec, fs, 8 * MiB, &JobControl::interrupt).summary.cancelled);
     }
     INFO(list_tree(t / "out"));

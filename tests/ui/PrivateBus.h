@@ -7,6 +7,7 @@
 #include <QProcess>
 #include <QStandardPaths>
 #include <QString>
+#include <QTest>
 
 namespace SaneCopy::Test {
 
@@ -40,3 +41,13 @@ private:
 };
 
 } // namespace SaneCopy::Test
+
+// In a test's initTestCase(): |bus| started and its address in |address|. Without dbus-daemon the test is
+// skipped, saying why; a daemon that would not start fails it.
+#define SANECOPY_START_PRIVATE_BUS(bus, address)                                                                       \
+    do {                                                                                                               \
+        (address) = (bus).start();                                                                                     \
+        if ((address).isEmpty() && (bus).skipReason().startsWith(QLatin1String("SKIP")))                               \
+            QSKIP(qPrintable((bus).skipReason()));                                                                     \
+        QVERIFY2(!(address).isEmpty(), qPrintable((bus).skipReason()));                                                \
+    } while (false)

@@ -31,6 +31,16 @@ QByteArray readAll(const QString &path)
     QFile f(path);
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
+
+// The choices of a plain copy of |source| to |destination|, as the window makes them.
+EngineBridge::Options copyOf(const QString &source, const QString &destination)
+{
+    EngineBridge::Options o;
+    o.sources = {QFile::encodeName(source)};
+    o.destination = QFile::encodeName(destination);
+    return o;
+}
+
 } // namespace
 
 class TestEngineBridge : public QObject {
@@ -53,9 +63,8 @@ private Q_SLOTS:
             progressOnGuiThread &= QThread::currentThread() == thread();
             lastDurable = p.durableBytes;
         });
-        EngineBridge::Options o;
-        o.sources = {QFile::encodeName(dir.filePath(QStringLiteral("a.bin")))};
-        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
+        const EngineBridge::Options o =
+            copyOf(dir.filePath(QStringLiteral("a.bin")), dir.filePath(QStringLiteral("out")));
         const quint64 id = bridge.submit(o);
         QVERIFY(finished.wait(30000));
         QCOMPARE(finished.first().at(0).toULongLong(), id);
@@ -94,9 +103,7 @@ private Q_SLOTS:
         EngineBridge bridge(nullptr, 0.05);
         QSignalSpy asked(&bridge, &EngineBridge::conflictAsked);
         QSignalSpy finished(&bridge, &EngineBridge::finished);
-        EngineBridge::Options o;
-        o.sources = {QFile::encodeName(src.fileName())};
-        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
+        const EngineBridge::Options o = copyOf(src.fileName(), dir.filePath(QStringLiteral("out")));
         bridge.submit(o);
         QVERIFY(asked.wait(10000));
         QCOMPARE(asked.first().at(3).toString(), old.fileName());
@@ -120,9 +127,8 @@ private Q_SLOTS:
         EngineBridge bridge(nullptr, 0.05);
         QSignalSpy asked(&bridge, &EngineBridge::errorAsked);
         QSignalSpy finished(&bridge, &EngineBridge::finished);
-        EngineBridge::Options o;
-        o.sources = {QFile::encodeName(dir.filePath(QStringLiteral("big.bin")))};
-        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
+        const EngineBridge::Options o =
+            copyOf(dir.filePath(QStringLiteral("big.bin")), dir.filePath(QStringLiteral("out")));
         bridge.submit(o);
         QVERIFY(asked.wait(10000));
         QVERIFY(asked.first().at(3).toString().contains(QStringLiteral("Input/output error")));
@@ -161,9 +167,7 @@ private Q_SLOTS:
         QFile::copy(src.fileName(), dir.filePath(QStringLiteral("out/f")));
         auto *bridge = new EngineBridge(nullptr, 0.05);
         QSignalSpy asked(bridge, &EngineBridge::conflictAsked);
-        EngineBridge::Options o;
-        o.sources = {QFile::encodeName(src.fileName())};
-        o.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
+        const EngineBridge::Options o = copyOf(src.fileName(), dir.filePath(QStringLiteral("out")));
         bridge->submit(o);
         QVERIFY(asked.wait(10000));
         // regression: destroying the bridge with a job blocked on a question must not deadlock

@@ -53,6 +53,32 @@ void clickButton(const QList<QAbstractButton *> &buttons, const QString &start)
     QFAIL(qPrintable(QStringLiteral("no button \"%1\"").arg(start)));
 }
 
+// An 8 MiB tmpfs as the stick, beside src/, in a folder of its own. Mounted in this process's own mount namespace,
+// it goes with the process even if the test fails. Needs root.
+struct SmallStick {
+    SmallStick()
+    {
+        mounted = ::unshare(CLONE_NEWNS) == 0 && ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+                  d.mkpath(QStringLiteral("stick")) && d.mkpath(QStringLiteral("src")) &&
+                  ::mount("sanecopy-test", stick.constData(), "tmpfs", 0, "size=8m") == 0;
+    }
+    ~SmallStick()
+    {
+        if (mounted)
+            ::umount2(stick.constData(), MNT_DETACH);
+    }
+    bool write(const QString &name, qint64 size, char fill = 'x') const
+    {
+        QFile f(d.filePath(name));
+        return f.open(QIODevice::WriteOnly) && f.write(QByteArray(size, fill)) == size;
+    }
+
+    QTemporaryDir dir {QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX")};
+    QDir d {dir.path()};
+    QByteArray stick = QFile::encodeName(d.filePath(QStringLiteral("stick")));
+    bool mounted = false;
+};
+
 class TestMainWindow : public QObject {
     Q_OBJECT
 private Q_SLOTS:
@@ -150,9 +176,7 @@ private Q_SLOTS:
         // Big enough to be durable in several steps (writeback windows), so a tooltip midway can be checked.
         f.write(QByteArray(40 << 20, 'b'));
         f.close();
-        sanecopy::test::FaultSyscalls slow; // 256 KiB every 20 ms: about 3 s for the file
-        sanecopy::test::slow_to_watch(slow);
-        sanecopy::ScopedSyscalls seam(slow);
+        auto slow = sanecopy::test::SlowSeam::to_watch(); // 256 KiB every 20 ms: about 3 s for the file
         MainWindow w;
         w.show();
         QSignalSpy done(&w, &MainWindow::backgroundCopiesDone);
@@ -255,24 +279,15 @@ private Q_SLOTS:
     {
         if (::geteuid() != 0)
             QSKIP("SKIP: needs root to mount a small tmpfs in a private mount namespace");
-        // The mount lives in this process's own namespace: it goes with the process even if the test fails.
-        QVERIFY(::unshare(CLONE_NEWNS) == 0);
-        QVERIFY(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0);
-        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
-        QDir d(dir.path());
-        QVERIFY(d.mkpath(QStringLiteral("stick")) && d.mkpath(QStringLiteral("src/c")));
-        const QByteArray stick = QFile::encodeName(d.filePath(QStringLiteral("stick")));
-        QVERIFY(::mount("sanecopy-test", stick.constData(), "tmpfs", 0, "size=8m") == 0);
-        auto unmount = qScopeGuard([&] { ::umount2(stick.constData(), MNT_DETACH); });
-        auto write = [&](const QString &name, qint64 size) {
-            QFile f(d.filePath(name));
-            QVERIFY(f.open(QIODevice::WriteOnly));
-            f.write(QByteArray(size, 'x'));
-        };
-        write(QStringLiteral("src/a.bin"), 5 << 20);
-        write(QStringLiteral("src/b.bin"), 5 << 20); // no room left for this one
+        SmallStick s;
+        QVERIFY(s.mounted);
+        const QDir &d = s.d;
+        const QByteArray &stick = s.stick;
+        QVERIFY(s.d.mkpath(QStringLiteral("src/c")));
+        QVERIFY(s.write(QStringLiteral("src/a.bin"), 5 << 20));
+        QVERIFY(s.write(QStringLiteral("src/b.bin"), 5 << 20)); // no room left for this one
         for (int i = 0; i < 3; ++i)
-            write(QStringLiteral("src/c/f%1").arg(i), 100 << 10);
+            QVERIFY(s.write(QStringLiteral("src/c/f%1").arg(i), 100 << 10));
         MainWindow w;
         w.show();
         const PathList sources {QFile::encodeName(d.filePath(QStringLiteral("src/a.bin"))),
@@ -324,24 +339,15 @@ private Q_SLOTS:
     {
         if (::geteuid() != 0)
             QSKIP("SKIP: needs root to mount a small tmpfs in a private mount namespace");
-        QVERIFY(::unshare(CLONE_NEWNS) == 0);
-        QVERIFY(::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0);
-        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
-        QDir d(dir.path());
-        QVERIFY(d.mkpath(QStringLiteral("stick")) && d.mkpath(QStringLiteral("src")));
-        const QByteArray stick = QFile::encodeName(d.filePath(QStringLiteral("stick")));
-        QVERIFY(::mount("sanecopy-test", stick.constData(), "tmpfs", 0, "size=8m") == 0);
-        auto unmount = qScopeGuard([&] { ::umount2(stick.constData(), MNT_DETACH); });
-        auto write = [&](const QString &name, qint64 size, char fill) {
-            QFile f(d.filePath(name));
-            QVERIFY(f.open(QIODevice::WriteOnly));
-            f.write(QByteArray(size, fill));
-        };
+        SmallStick s;
+        QVERIFY(s.mounted);
+        const QDir &d = s.d;
+        const QByteArray &stick = s.stick;
         // An update of a 5 MiB file already on an 8 MiB stick, and a new 1 MiB file: in full it needs 6 MiB of
         // the 3 free; skipping the old one, 1 MiB; replacing it, both 5 MiB files for a moment.
-        write(QStringLiteral("stick/film.mkv"), 5 << 20, 'o');
-        write(QStringLiteral("src/film.mkv"), 5 << 20, 'n');
-        write(QStringLiteral("src/notes.txt"), 1 << 20, 't');
+        QVERIFY(s.write(QStringLiteral("stick/film.mkv"), 5 << 20, 'o'));
+        QVERIFY(s.write(QStringLiteral("src/film.mkv"), 5 << 20, 'n'));
+        QVERIFY(s.write(QStringLiteral("src/notes.txt"), 1 << 20, 't'));
         MainWindow w;
         w.show();
         QSignalSpy problems(&w, &MainWindow::problemsShown);

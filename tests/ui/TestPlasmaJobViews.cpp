@@ -123,13 +123,7 @@ class TestPlasmaJobViews : public QObject {
     }
 
 private Q_SLOTS:
-    void initTestCase()
-    {
-        address_ = bus_.start();
-        if (address_.isEmpty() && bus_.skipReason().startsWith(QLatin1String("SKIP")))
-            QSKIP(qPrintable(bus_.skipReason()));
-        QVERIFY2(!address_.isEmpty(), qPrintable(bus_.skipReason()));
-    }
+    void initTestCase() { SANECOPY_START_PRIVATE_BUS(bus_, address_); }
 
     void aCopyShowsBytesOnTheDeviceAndEndsWithTheJob()
     {

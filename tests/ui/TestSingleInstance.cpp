@@ -76,13 +76,7 @@ class TestSingleInstance : public QObject {
     }
 
 private Q_SLOTS:
-    void initTestCase()
-    {
-        address_ = bus_.start();
-        if (address_.isEmpty() && bus_.skipReason().startsWith(QLatin1String("SKIP")))
-            QSKIP(qPrintable(bus_.skipReason()));
-        QVERIFY2(!address_.isEmpty(), qPrintable(bus_.skipReason()));
-    }
+    void initTestCase() { SANECOPY_START_PRIVATE_BUS(bus_, address_); }
 
     void aSecondStartHandsItsFilesToTheFirstWindow()
     {

@@ -102,9 +102,7 @@ void compareTrees(const QString &src, const QString &dst)
 int childCopy(int argc, char **argv)
 {
     QApplication app(argc, argv);
-    sanecopy::test::FaultSyscalls slow;
-    sanecopy::test::slow_to_watch(slow);
-    sanecopy::ScopedSyscalls seam(slow);
+    auto slow = sanecopy::test::SlowSeam::to_watch();
     MainWindow window;
     window.show();
     window.applyCommandLine(parseCommandLine({"--to", argv[3], argv[2]}, QFile::encodeName(QDir::currentPath())));
@@ -265,9 +263,7 @@ private Q_SLOTS:
 
     void closingWithACopyRunningAsksAndStopsToFinishLater()
     {
-        sanecopy::test::FaultSyscalls slow;
-        sanecopy::test::slow_to_watch(slow);
-        sanecopy::ScopedSyscalls seam(slow);
+        auto slow = sanecopy::test::SlowSeam::to_watch();
         {
             MainWindow w;
             w.show();

@@ -66,9 +66,7 @@ int states(const QString &out, const QString &work)
     }
     write(work + QStringLiteral("/src/video.mp4"), QByteArray(64 << 20, 'v'));
     ::mkfifo(QFile::encodeName(work + QStringLiteral("/src/Holiday photos/pipe")).constData(), 0644);
-    sanecopy::test::FaultSyscalls slow;
-    sanecopy::test::slow_to_watch(slow);
-    sanecopy::ScopedSyscalls seam(slow);
+    auto slow = sanecopy::test::SlowSeam::to_watch();
 
     SaneCopy::MainWindow window;
     window.resize(980, 700);
@@ -145,9 +143,7 @@ int background(const QString &out, const QString &work)
     }
     QDir(work).mkpath(QStringLiteral("dest"));
     write(work + QStringLiteral("/Holiday video.mp4"), QByteArray(96 << 20, 'v'));
-    sanecopy::test::FaultSyscalls slow;
-    sanecopy::test::slow_to_watch(slow);
-    sanecopy::ScopedSyscalls seam(slow);
+    auto slow = sanecopy::test::SlowSeam::to_watch();
 
     SaneCopy::MainWindow window;
     window.resize(900, 600);
