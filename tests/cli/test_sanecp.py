@@ -18,6 +18,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stick"))
+import stick  # noqa: E402
+
 SANECP = None
 TIMEOUT = 60
 
@@ -33,6 +36,19 @@ class Skip(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
+
+
+def check_refused(r, *words):
+    """sanecp exited 1 and its stderr names each of words."""
+    check(r.returncode == 1, f"exit {r.returncode}, want 1")
+    check(all(w in r.stderr for w in words), f"stderr: {r.stderr!r}")
+
+
+def write(path, text):
+    """Writes text to the file path; returns path."""
+    with open(path, "w") as f:
+        f.write(text)
+    return path
 
 
 def run(args, timeout=TIMEOUT, **kw):
@@ -73,8 +89,7 @@ def case_missing_source(t):
     with open(f"{t}/real", "w") as f:
         f.write("x")
     r = run([f"{t}/nope", f"{t}/real", f"{t}/out"])
-    check(r.returncode == 1, f"exit {r.returncode}, want 1")
-    check("nope" in r.stderr and "No such file" in r.stderr, f"stderr: {r.stderr!r}")
+    check_refused(r, "nope", "No such file")
     check(open(f"{t}/out/real").read() == "x", "the other source was not copied")
 
 
@@ -83,8 +98,7 @@ def case_fifo_source(t):
     os.mkdir(f"{t}/out")
     started = time.monotonic()
     r = run([f"{t}/pipe", f"{t}/out"], timeout=20)  # a hang fails through the timeout
-    check(r.returncode == 1, f"exit {r.returncode}, want 1")
-    check("FIFO" in r.stderr, f"stderr: {r.stderr!r}")
+    check_refused(r, "FIFO")
     check(os.listdir(f"{t}/out") == [], "something was written")
     check(time.monotonic() - started < 20, "took too long")
 
@@ -109,33 +123,20 @@ def case_fifo_in_tree(t):
 
 
 def case_existing_target_refused(t):
-    with open(f"{t}/src", "w") as f:
-        f.write("new")
-    with open(f"{t}/dst", "w") as f:
-        f.write("precious")
-    r = run([f"{t}/src", f"{t}/dst"])
-    check(r.returncode == 1, f"exit {r.returncode}, want 1")
-    check("already exists" in r.stderr, f"stderr: {r.stderr!r}")
+    r = run([write(f"{t}/src", "new"), write(f"{t}/dst", "precious")])
+    check_refused(r, "already exists")
     check(open(f"{t}/dst").read() == "precious", "the existing file was touched")
     check(sorted(os.listdir(t)) == ["dst", "src"], f"left behind: {os.listdir(t)}")
 
 
 def case_existing_target_overwrite(t):
-    with open(f"{t}/src", "w") as f:
-        f.write("new")
-    with open(f"{t}/dst", "w") as f:
-        f.write("old")
-    r = run(["--overwrite", f"{t}/src", f"{t}/dst"])
+    r = run(["--overwrite", write(f"{t}/src", "new"), write(f"{t}/dst", "old")])
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
     check(open(f"{t}/dst").read() == "new", "not overwritten")
 
 
 def case_existing_target_skip(t):
-    with open(f"{t}/src", "w") as f:
-        f.write("new")
-    with open(f"{t}/dst", "w") as f:
-        f.write("old")
-    r = run(["--skip-existing", f"{t}/src", f"{t}/dst"])
+    r = run(["--skip-existing", write(f"{t}/src", "new"), write(f"{t}/dst", "old")])
     check(r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
     check("skipped" in r.stderr, f"stderr: {r.stderr!r}")
     check(open(f"{t}/dst").read() == "old", "overwritten")
@@ -144,8 +145,7 @@ def case_existing_target_skip(t):
 def case_into_own_subfolder(t):
     os.makedirs(f"{t}/tree/sub")
     r = run([f"{t}/tree", f"{t}/tree/sub"])
-    check(r.returncode == 1, f"exit {r.returncode}, want 1")
-    check("into itself" in r.stderr, f"stderr: {r.stderr!r}")
+    check_refused(r, "into itself")
     check(os.listdir(f"{t}/tree/sub") == [], "something was created")
 
 
@@ -223,28 +223,19 @@ def case_skip_existing_full(t):
 
 
 def case_read_only_destination(t):
-    with open(f"{t}/src", "w") as f:
-        f.write("x")
-    r = in_small_fs("1m", "true", [f"{t}/src", "FS_DIR"], ro=True)
-    check(r.returncode == 1, f"exit {r.returncode}, want 1")
-    check("Read-only file system" in r.stderr, f"stderr: {r.stderr!r}")
+    r = in_small_fs("1m", "true", [write(f"{t}/src", "x"), "FS_DIR"], ro=True)
+    check_refused(r, "Read-only file system")
 
 
 def case_parent_missing(t):
-    with open(f"{t}/src", "w") as f:
-        f.write("x")
-    r = run([f"{t}/src", f"{t}/no/such/dir/file"])
-    check(r.returncode == 1, f"exit {r.returncode}, want 1")
-    check("does not exist" in r.stderr, f"stderr: {r.stderr!r}")
+    r = run([write(f"{t}/src", "x"), f"{t}/no/such/dir/file"])
+    check_refused(r, "does not exist")
     check(not os.path.exists(f"{t}/no"), "folders were created")
 
 
 def case_trailing_slash_must_exist(t):
-    with open(f"{t}/src", "w") as f:
-        f.write("x")
-    r = run([f"{t}/src", f"{t}/new/"])
-    check(r.returncode == 1, f"exit {r.returncode}, want 1")
-    check("must exist" in r.stderr, f"stderr: {r.stderr!r}")
+    r = run([write(f"{t}/src", "x"), f"{t}/new/"])
+    check_refused(r, "must exist")
     check(not os.path.exists(f"{t}/new"), "created")
 
 
@@ -412,21 +403,15 @@ def main():
     SANECP = os.path.abspath(a.sanecp)
     t = tempfile.mkdtemp(prefix="sanecp-cli-", dir="/var/tmp")
     try:
-        CASES[a.case](t)
-    except Skip as e:
-        print(f"SKIP: {a.case}: {e}")
-        return 77
-    except Failure as e:
-        print(f"FAIL: {a.case}: {e}")
-        print("0 passed, 1 failed")
-        return 1
+        status = stick.run_case(CASES, a.case, t, Failure, Skip)
+        if status == 1:
+            print("0 passed, 1 failed")
+        return status
     finally:
         for root, dirs, _ in os.walk(t):
             for d in dirs:
                 os.chmod(os.path.join(root, d), 0o755)
         shutil.rmtree(t, ignore_errors=True)
-    print(f"PASS: {a.case}")
-    return 0
 
 
 if __name__ == "__main__":

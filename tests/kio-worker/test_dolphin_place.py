@@ -113,11 +113,7 @@ def main():
     finally:
         for proc in (dolphin, xvfb):
             if proc and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                stick.stop(proc)
         shutil.rmtree(work, ignore_errors=True)
     print("PASS")
     return 0

@@ -68,15 +68,6 @@ def kioclient(*args, timeout=240, env_extra=None):
     return p.returncode, p.stdout, p.stderr, time.monotonic() - start
 
 
-def uncache(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def assert_nothing_left(s, sampler, what):
     """Right after kioclient returned: the device has nothing dirty or under writeback, and a sync writes
     (almost) nothing more. The dirty counters are approximate (STAT_SLACK); the device's own write counter
@@ -105,7 +96,7 @@ def copy_onto_stick(s, src, dst, *extra):
 def case_big_file(work):
     with stick.Stick(size_mib=256, rate_bps=RATE) as s:
         src = stick.make_file(os.path.join(work, "big file.bin"), 96 * MiB)
-        uncache(src)
+        stick.uncache(src)
         dst = os.path.join(s.mnt, "big file.bin")
         sampler, err, secs, left, synced = copy_onto_stick(s, src, dst)
         print(f"96 MiB at {RATE / 1e6:.0f} MB/s: kioclient returned after {secs:.2f} s "
@@ -363,7 +354,7 @@ def case_devices(work):
 
         # A file dropped onto the device's folder, as Dolphin drops: the folder is the destination.
         src = stick.make_file(os.path.join(work, "movie.mkv"), 48 * MiB)
-        uncache(src)
+        stick.uncache(src)
         with stick.DirtySampler(s.majmin) as sampler:
             rc, _, err, secs = kioclient("copy", url("file", src), device_url(name), env_extra=env)
             check(rc == 0, f"copy onto the device exited {rc}: {err.strip()}")
@@ -554,11 +545,7 @@ def case_devices_follow(work):
                     lister.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     lister.kill()
-            daemon.terminate()
-            try:
-                daemon.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
+            stick.stop(daemon)
             kded_log.close()
             with open(kded_log.name, errors="replace") as f:
                 said = f.read().splitlines()
@@ -592,18 +579,10 @@ def main():
     if not os.path.exists(worker_plugin()):
         stick.skip(f"no {worker_plugin()}: the worker was not built")
     stick.require_root_or_skip()
-    work = tempfile.mkdtemp(prefix="sanecopy-kio-test-", dir="/var/tmp")
-    RUNTIME_DIR = os.path.join(work, "runtime")
-    os.mkdir(RUNTIME_DIR, 0o700)
-    try:
-        CASES[a.case](work)
-    except Failure as e:
-        print(f"FAIL: {a.case}: {e}")
-        return 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"PASS: {a.case}")
-    return 0
+    with stick.workdir("sanecopy-kio-test-") as work:
+        RUNTIME_DIR = os.path.join(work, "runtime")
+        os.mkdir(RUNTIME_DIR, 0o700)
+        return stick.run_case(CASES, a.case, work, Failure)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 Needs root. A Stick is an image file on the system disk, attached with direct I/O,
 formatted, mounted, and write-throttled in the cgroup-v1 blkio root group. Each
 Stick owns its image, loop device, mount point and throttle line, so tests can run
-in parallel.
+in parallel. The Python tests also share a few small pieces from here: workdir(),
+run_case() and stop().
 """
 
 import atexit
@@ -35,6 +36,40 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 def skip(reason):
     print(f"SKIP: {reason}", flush=True)
     sys.exit(SKIP_CODE)
+
+
+@contextlib.contextmanager
+def workdir(prefix):
+    """A fresh folder in /var/tmp for one test run, removed with all it holds when the block ends."""
+    work = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_case(cases, name, work, failure, skipped=()):
+    """Runs the test case cases[name] in the folder work and prints PASS, FAIL or SKIP with its name; returns the
+    exit status. A `failure` exception fails the case, a `skipped` one skips it."""
+    try:
+        cases[name](work)
+    except skipped as e:
+        print(f"SKIP: {name}: {e}")
+        return SKIP_CODE
+    except failure as e:
+        print(f"FAIL: {name}: {e}")
+        return 1
+    print(f"PASS: {name}")
+    return 0
+
+
+def stop(proc):
+    """Ends a test's helper program: SIGTERM, then SIGKILL if it has not exited within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def require_root_or_skip():
@@ -644,6 +679,17 @@ def drop_caches(paths=None):
             syncfs(p)
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
+
+
+def uncache(path):
+    """Makes |path| cold in the page cache without touching anyone else's pages (no global drop_caches:
+    other tests run in parallel)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 def drop_cache_count():

@@ -9,6 +9,7 @@ never claims bytes the device hasn't taken, and when sanecp exits the device has
 Exit 0 pass, 1 fail, 77 skip (not root, no loop devices or blkio throttle), with the reason printed.
 """
 import argparse
+import contextlib
 import filecmp
 import json
 import os
@@ -38,17 +39,6 @@ class Failure(Exception):
 def check(cond, what):
     if not cond:
         raise Failure(what)
-
-
-def uncache(path):
-    """Makes |path| cold in the page cache without touching anyone else's pages (no global drop_caches:
-    other tests run in parallel)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def run_sanecp(args, sampler, on_progress=None):
@@ -97,7 +87,7 @@ def assert_nothing_left(s, left, sampler):
 def case_big_file(work):
     with stick.Stick(size_mib=512, rate_bps=RATE) as s:
         src = stick.make_file(os.path.join(work, "big.bin"), 200 * MiB)
-        uncache(src)
+        stick.uncache(src)
         with stick.DirtySampler(s.majmin) as sampler:
             rc, records, err, excess, left = run_sanecp([src, s.mnt + "/"], sampler)
             check(rc == 0, f"exit {rc}: {err}")
@@ -146,7 +136,7 @@ def case_small_files(work):
 def case_cancel(work):
     with stick.Stick(size_mib=512, rate_bps=RATE) as s:
         src = stick.make_file(os.path.join(work, "big.bin"), 200 * MiB)
-        uncache(src)
+        stick.uncache(src)
         interrupt, sent = signal_when_durable(signal.SIGINT, 20 * MiB)
         with stick.DirtySampler(s.majmin) as sampler:
             rc, records, err, _, left = run_sanecp([src, s.mnt + "/"], sampler, interrupt)
@@ -178,7 +168,7 @@ def case_resume_after_kill(work):
     clearly less than the whole file again."""
     with stick.Stick(size_mib=512, rate_bps=RATE) as s:
         src = stick.make_file(os.path.join(work, "big.bin"), 160 * MiB)
-        uncache(src)
+        stick.uncache(src)
         dst = os.path.join(s.mnt, "big.bin")
         killed = []
 
@@ -215,7 +205,7 @@ def case_verify_reads_from_device(work):
     """--verify reads the copy back from the stick itself: its read counter grows by at least the file's size."""
     with stick.Stick(size_mib=256, rate_bps=RATE) as s:
         src = stick.make_file(os.path.join(work, "f.bin"), 48 * MiB)
-        uncache(src)
+        stick.uncache(src)
 
         def sectors_read():
             return int(open(f"/sys/block/{s.name}/stat").read().split()[2]) * 512
@@ -270,7 +260,7 @@ def case_move_killed(work):
             shutil.rmtree(dst, ignore_errors=True)
             subprocess.run(["cp", "-a", master_dir, src], check=True)
             stick.syncfs(s.mnt)
-            uncache(src)
+            stick.uncache(src)
             delay = rng.uniform(0.02, 1.1 * total / RATE)
             proc = subprocess.Popen([SANECP, "--move", src, s.mnt + "/"], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
@@ -319,7 +309,7 @@ def case_term_resume(work):
     os.symlink("a-big.bin", os.path.join(src, "link"))
     for root, _, files in os.walk(src):
         for name in files:
-            uncache(os.path.join(root, name))
+            stick.uncache(os.path.join(root, name))
     # At half the usual rate, and signalled 5 MiB into z-big.bin: 43 MiB (2 s of device time) are left when the
     # signal goes, so a machine busy with other tests can't let the copy finish before it arrives.
     with stick.Stick(size_mib=256, rate_bps=RATE // 2) as s:
@@ -377,19 +367,37 @@ def _fat_tree(work):
     return tree
 
 
-def case_fat32_rules(work):
-    """On a FAT32 stick (fusefat): a file over 4 GiB - 1 and names FAT refuses are reported before copying, the
-    rest still copies; --rename-invalid stores those names safely. fusefat reports no size: free space unknown."""
-    for tool in ("mkfs.vfat", "fusefat", "fusermount"):
+def _image(work, name, size, mkfs, tools, packages):
+    """An image file of size bytes in work, formatted by the command mkfs (the image's path added last); skips the
+    case when one of tools is missing (packages says where they come from)."""
+    for tool in tools:
         if shutil.which(tool) is None:
-            stick.skip(f"{tool} not found (dosfstools, fusefat)")
-    img = os.path.join(work, "fat.img")
+            stick.skip(f"{tool} not found ({packages})")
+    img = os.path.join(work, name)
     with open(img, "wb") as f:
-        f.truncate(256 * MiB)
-    subprocess.run(["mkfs.vfat", "-F", "32", img], check=True, capture_output=True)
+        f.truncate(size)
+    subprocess.run([*mkfs, img], check=True, capture_output=True)
+    return img
+
+
+@contextlib.contextmanager
+def _fat_stick(work, size):
+    """A FAT32 image of size bytes in work, mounted through fusefat on a folder of its own while the block runs."""
+    img = _image(work, "fat.img", size, ["mkfs.vfat", "-F", "32"], ("mkfs.vfat", "fusefat", "fusermount"),
+                 "dosfstools, fusefat")
     mnt = tempfile.mkdtemp(prefix="sanecopy-fat-")
     subprocess.run(["fusefat", "-o", "rw+", img, mnt], check=True, capture_output=True)
     try:
+        yield mnt
+    finally:
+        subprocess.run(["fusermount", "-u", mnt])
+        os.rmdir(mnt)
+
+
+def case_fat32_rules(work):
+    """On a FAT32 stick (fusefat): a file over 4 GiB - 1 and names FAT refuses are reported before copying, the
+    rest still copies; --rename-invalid stores those names safely. fusefat reports no size: free space unknown."""
+    with _fat_stick(work, 256 * MiB) as mnt:
         tree = _fat_tree(work)
         r = subprocess.run([SANECP, tree, mnt + "/"], capture_output=True, text=True, timeout=120)
         print(r.stderr)
@@ -408,24 +416,12 @@ def case_fat32_rules(work):
         check("renamed" in r.stderr, f"no rename reported: {r.stderr!r}")
         with open(os.path.join(mnt, "again", "a_b.txt"), "rb") as f:
             check(f.read() == b"colon", "renamed file has the wrong content")
-    finally:
-        subprocess.run(["fusermount", "-u", mnt])
-        os.rmdir(mnt)
 
 
 def case_fat32_case_collision(work):
     """FAT ignores case: Makefile and makefile are one name there. The second must meet the first as an existing
     target (refused by default), never share its part file and swap contents."""
-    for tool in ("mkfs.vfat", "fusefat", "fusermount"):
-        if shutil.which(tool) is None:
-            stick.skip(f"{tool} not found (dosfstools, fusefat)")
-    img = os.path.join(work, "fat.img")
-    with open(img, "wb") as f:
-        f.truncate(64 * MiB)
-    subprocess.run(["mkfs.vfat", "-F", "32", img], check=True, capture_output=True)
-    mnt = tempfile.mkdtemp(prefix="sanecopy-fat-")
-    subprocess.run(["fusefat", "-o", "rw+", img, mnt], check=True, capture_output=True)
-    try:
+    with _fat_stick(work, 64 * MiB) as mnt:
         tree = os.path.join(work, "src")
         os.makedirs(tree)
         for name in ("Makefile", "makefile"):
@@ -442,21 +438,13 @@ def case_fat32_case_collision(work):
         # Names are walked in byte order, so "Makefile" went first and is the one that must be there, intact.
         check(content == "Makefile contents", f"content {content!r}")
         check(not any(n.endswith(".part") for n in got), "a part file was left")
-    finally:
-        subprocess.run(["fusermount", "-u", mnt])
-        os.rmdir(mnt)
 
 
 def case_exfat_fuseblk_detected(work):
     """exfat-fuse mounts show only "fuseblk" in mountinfo: the filesystem is told from the device, so exFAT's
     name rules apply."""
-    for tool in ("mkfs.exfat", "mount.exfat-fuse", "losetup"):
-        if shutil.which(tool) is None:
-            stick.skip(f"{tool} not found (exfatprogs, exfat-fuse)")
-    img = os.path.join(work, "exfat.img")
-    with open(img, "wb") as f:
-        f.truncate(128 * MiB)
-    subprocess.run(["mkfs.exfat", img], check=True, capture_output=True)
+    img = _image(work, "exfat.img", 128 * MiB, ["mkfs.exfat"], ("mkfs.exfat", "mount.exfat-fuse", "losetup"),
+                 "exfatprogs, exfat-fuse")
     dev = subprocess.run(["losetup", "-f", "--show", img], check=True, capture_output=True, text=True).stdout.strip()
     mnt = tempfile.mkdtemp(prefix="sanecopy-exfat-")
     try:
@@ -486,7 +474,7 @@ def case_lanes_two_sticks(work):
         names = ("a1.bin", "a2.bin", "b1.bin")
         srcs = [stick.make_file(os.path.join(work, n), 48 * MiB) for n in names]
         for src in srcs:
-            uncache(src)
+            stick.uncache(src)
         dests = [os.path.join(a.mnt, names[0]), os.path.join(a.mnt, names[1]), os.path.join(b.mnt, names[2])]
         args = [p for pair in zip(srcs, dests) for p in pair]
         r = subprocess.run([LANES_DRIVER, *args], capture_output=True, text=True, timeout=240)
@@ -531,16 +519,8 @@ def main():
     SANECP = os.path.abspath(a.sanecp)
     LANES_DRIVER = a.lanes_driver and os.path.abspath(a.lanes_driver)
     stick.require_root_or_skip()
-    work = tempfile.mkdtemp(prefix="sanecopy-stick-test-", dir="/var/tmp")
-    try:
-        CASES[a.case](work)
-    except Failure as e:
-        print(f"FAIL: {a.case}: {e}")
-        return 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"PASS: {a.case}")
-    return 0
+    with stick.workdir("sanecopy-stick-test-") as work:
+        return stick.run_case(CASES, a.case, work, Failure)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 Exit status: 0 all passed, 1 a check failed, 77 skipped (not root, no blkio).
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -109,19 +110,26 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_cleanup_after_sigterm(scratch):
+@contextlib.contextmanager
+def child_stick():
+    """Runs CHILD, which holds a Stick with data pending on it; yields the child and its Stick's info. The child is
+    killed if it still runs at the end."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, os.path.dirname(os.path.abspath(__file__))],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         line = child.stdout.readline()
         check(line, "child stick did not come up")
-        info = json.loads(line)
-        child.send_signal(signal.SIGTERM)
-        rc = child.wait(timeout=120)
+        yield child, json.loads(line)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_cleanup_after_sigterm(scratch):
+    with child_stick() as (child, info):
+        child.send_signal(signal.SIGTERM)
+        rc = child.wait(timeout=120)
     print(f"  child exited {rc} after SIGTERM")
     check(rc == 128 + signal.SIGTERM, f"child exit status {rc}")
     check_gone(info)
@@ -129,20 +137,11 @@ def test_cleanup_after_sigterm(scratch):
 
 def test_orphan_of_sigkill_is_reaped(scratch):
     # regression guard for ctest < 3.27, which SIGKILLs a test that times out
-    child = subprocess.Popen([sys.executable, "-c", CHILD, os.path.dirname(os.path.abspath(__file__))],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        line = child.stdout.readline()
-        check(line, "child stick did not come up")
-        info = json.loads(line)
+    with child_stick() as (child, info):
         child.kill()
         child.wait(timeout=60)
         left = stick.loops_backed_by(info["img"])
         print(f"  SIGKILL left {', '.join(left) or 'nothing'} attached")
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     # A parallel test may have reaped it already; otherwise the next Stick must.
     with stick.Stick(size_mib=64, rate_bps=RATE):
         pass

@@ -15,6 +15,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stick"))
+import stick  # noqa: E402
+
 DISPLAY = ":83"
 
 
@@ -76,11 +79,7 @@ def main():
         return 0
     finally:
         for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stick.stop(proc)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -214,6 +214,14 @@ def make_file(path, size, seed):
     return path
 
 
+def big_source():
+    """The big file the scenarios copy, made in WORK the first time one asks for it."""
+    src = os.path.join(WORK, "big.bin")
+    if not os.path.exists(src):
+        make_file(src, BIG, 1)
+    return src
+
+
 def durable_wait(mnt=MNT):
     """Until the stick has nothing dirty or under writeback (what `sync` promises for it), as far as the BDI
     counters can tell (STAT_SLACK)."""
@@ -277,6 +285,15 @@ def dd_cp_sanecp(src, mnt):
     return dd, (cp, cp_ret, cp_peak), sanecp([src, mnt + "/"], user=USER)
 
 
+def cp_sanecp(tree, mnt=MNT, cp_tree=None):
+    """A tree onto the stick at |mnt| by cp -r + sync and then sanecp, each as the desktop's user, the stick emptied
+    between them; cp copies |cp_tree| when given. Returns (cp's result as timed() gives it, sanecp's result as
+    sanecp() gives it)."""
+    cp = timed(as_user(USER, ["cp", "-r", cp_tree or tree, f"{mnt}/cp"]), mnt)
+    clear_stick(mnt)
+    return cp, sanecp([tree, mnt + "/"], user=USER)
+
+
 def clear_stick(mnt=MNT):
     for name in os.listdir(mnt):
         path = os.path.join(mnt, name)
@@ -296,11 +313,19 @@ def as_user(user, cmd):
 
 # --- scenarios ---------------------------------------------------------------------------------------------
 
+def tap_big_file(name, src, mnt, where, rc, err, secs, best, against):
+    """The checks both big-file scenarios open with: sanecp exited 0, its copy in |mnt| is byte-identical (|where|
+    ends that line's text), and it was durable within BIG_RATIO times |best|, the seconds |against| took."""
+    tap(rc == 0, f"{name}: big file: sanecp exits 0", err.strip()[:200])
+    tap(filecmp.cmp(src, f"{mnt}/big.bin", shallow=False), f"{name}: big file: byte-identical{where}")
+    tap(secs <= BIG_RATIO * (1 + NOISE) * best,
+        f"{name}: big file: time to durable <= {BIG_RATIO}x {against} (+{NOISE:.0%} noise)",
+        f"{secs:.2f} s against {best:.2f} s")
+
+
 def scenario_big(fs):
     """One big file: sanecp against dd oflag=direct and cp + sync, on the same stick in the same run."""
-    src = os.path.join(WORK, "big.bin")
-    if not os.path.exists(src):
-        make_file(src, BIG, 1)
+    src = big_source()
     fresh_stick(fs)
     dd, (cp, cp_ret, cp_peak), (rc, secs, peak, ahead, left, records, err) = dd_cp_sanecp(src, MNT)
     best = min(dd, cp)
@@ -314,13 +339,9 @@ def scenario_big(fs):
     diag(f"{fs}: {BIG // MiB} MiB: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s (returned {cp_ret:.2f} s, "
          f"peak {cp_peak / MiB:.1f} MiB), sanecp {secs:.2f} s = {secs / best:.3f}x the better, "
          f"peak {peak / MiB:.1f} MiB, lead {ahead / MiB:+.1f} MiB, left {left / 1024:.0f} KiB")
-    tap(rc == 0, f"{fs}: big file: sanecp exits 0", err.strip()[:200])
-    tap(filecmp.cmp(src, f"{MNT}/big.bin", shallow=False), f"{fs}: big file: byte-identical on the stick")
     # The request counts above are part of the story: on vfat a file's fdatasync alone would write the FAT in
     # ~480 separate small requests (engine/device/device_probe.h, DataSync), which cost a stick more than the data.
-    tap(secs <= BIG_RATIO * (1 + NOISE) * best,
-        f"{fs}: big file: time to durable <= {BIG_RATIO}x the better of dd and cp + sync (+{NOISE:.0%} noise)",
-        f"{secs:.2f} s against {best:.2f} s")
+    tap_big_file(fs, src, MNT, " on the stick", rc, err, secs, best, "the better of dd and cp + sync")
     tap(peak <= DIRTY_BOUND, f"{fs}: big file: peak dirty + writeback <= 32 MiB", f"{peak / MiB:.1f} MiB")
     tap(ahead <= AHEAD_SLACK, f"{fs}: big file: durable_bytes never ahead of the device's BdiWritten",
         f"worst {ahead / MiB:+.1f} MiB over {sum(r.get('type') == 'progress' for r in records)} records")
@@ -338,15 +359,20 @@ def make_tree(root, count, seed):
             f.write(rnd.randbytes(rnd.randint(4 * 1024, 64 * 1024)))
 
 
+def small_tree(count=SMALL_FILES):
+    """The tree of |count| small files the scenarios copy, made in WORK the first time one asks for it: "tree" for
+    SMALL_FILES, "tree<count>" for another count."""
+    tree = os.path.join(WORK, "tree" if count == SMALL_FILES else f"tree{count}")
+    if not os.path.exists(tree):
+        make_tree(tree, count, 2)
+    return tree
+
+
 def scenario_small(fs):
     """2000 small files: sanecp against cp -r + sync."""
-    tree = os.path.join(WORK, "tree")
-    if not os.path.exists(tree):
-        make_tree(tree, SMALL_FILES, 2)
+    tree = small_tree()
     fresh_stick(fs)
-    cp, _, cp_peak = timed(as_user(USER, ["cp", "-r", tree, f"{MNT}/cp"]))
-    clear_stick()
-    rc, secs, peak, ahead, left, _, err = sanecp([tree, MNT + "/"], user=USER)
+    (cp, _, cp_peak), (rc, secs, peak, ahead, left, _, err) = cp_sanecp(tree)
     diag(f"{fs}: {SMALL_FILES} small files: cp -r + sync {cp:.2f} s (peak {cp_peak / MiB:.1f} MiB), "
          f"sanecp {secs:.2f} s = {secs / cp:.3f}x, peak {peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB")
     tap(rc == 0, f"{fs}: small files: sanecp exits 0", err.strip()[:200])
@@ -402,9 +428,7 @@ def strace_close_costs(src, mnt):
 def scenario_big_desktop(fs):
     """One big file onto the stick as UDisks2 mounts it: sanecp against dd oflag=direct and cp + sync, all as the
     desktop's user."""
-    src = os.path.join(WORK, "big.bin")
-    if not os.path.exists(src):
-        make_file(src, BIG, 1)
+    src = big_source()
     mnt = desktop_stick(fs)
     try:
         dev = probe_as_user(mnt)
@@ -413,11 +437,7 @@ def scenario_big_desktop(fs):
         dd, (cp, cp_ret, cp_peak), (rc, secs, peak, ahead, left, _, err) = dd_cp_sanecp(src, mnt)
         diag(f"{fs}/desktop: {BIG // MiB} MiB as {USER}: dd oflag=direct {dd:.2f} s, cp + sync {cp:.2f} s "
              f"(returned {cp_ret:.2f} s), sanecp {secs:.2f} s = {secs / dd:.3f}x dd, peak {peak / MiB:.1f} MiB")
-        tap(rc == 0, f"{fs}/desktop: big file: sanecp exits 0", err.strip()[:200])
-        tap(filecmp.cmp(src, f"{mnt}/big.bin", shallow=False), f"{fs}/desktop: big file: byte-identical")
-        tap(secs <= BIG_RATIO * (1 + NOISE) * dd,
-            f"{fs}/desktop: big file: time to durable <= {BIG_RATIO}x dd oflag=direct (+{NOISE:.0%} noise)",
-            f"{secs:.2f} s against {dd:.2f} s")
+        tap_big_file(f"{fs}/desktop", src, mnt, "", rc, err, secs, dd, "dd oflag=direct")
         tap(left <= STAT_SLACK, f"{fs}/desktop: big file: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
         if fs == "vfat":  # where closes sleep: what the publish path's calls cost there
             strace_close_costs(src, mnt)
@@ -430,19 +450,13 @@ def scenario_big_desktop(fs):
 def scenario_small_desktop(fs):
     """2000 small files onto the stick as UDisks2 mounts it: sanecp against cp -r + sync, both as the desktop's
     user. On vfat every close sleeps 100 ms there: cp pays it 2000 times."""
-    tree = os.path.join(WORK, "tree")
-    if not os.path.exists(tree):
-        make_tree(tree, SMALL_FILES, 2)
+    tree = small_tree()
     cp_files = FLUSH_CP_FILES if fs == "vfat" else SMALL_FILES
-    cp_tree = tree if cp_files == SMALL_FILES else os.path.join(WORK, f"tree{cp_files}")
-    if not os.path.exists(cp_tree):
-        make_tree(cp_tree, cp_files, 2)
+    cp_tree = small_tree(cp_files)
     mnt = desktop_stick(fs)
     try:
-        cp_time, _, _ = timed(as_user(USER, ["cp", "-r", cp_tree, f"{mnt}/cp"]), mnt)
+        (cp_time, _, _), (rc, secs, peak, ahead, left, _, err) = cp_sanecp(tree, mnt, cp_tree)
         cp = cp_time * SMALL_FILES / cp_files  # per file, for the whole tree
-        clear_stick(mnt)
-        rc, secs, peak, ahead, left, _, err = sanecp([tree, mnt + "/"], user=USER)
         diag(f"{fs}/desktop: {SMALL_FILES} small files as {USER}: cp -r + sync {cp_time:.2f} s for {cp_files} "
              f"files, sanecp {secs:.2f} s = {secs / cp:.3f}x per file, peak {peak / MiB:.1f} MiB, "
              f"left {left / 1024:.0f} KiB")
@@ -527,13 +541,9 @@ def bench_row(fs, desktop, kind):
     peak of the stick's dirty + writeback pages, and how much of the source and of the copy each left in the page
     cache."""
     if kind == "big":
-        src = os.path.join(WORK, "big.bin")
-        if not os.path.exists(src):
-            make_file(src, BIG, 1)
+        src = big_source()
     else:
-        src = os.path.join(WORK, "tree")
-        if not os.path.exists(src):
-            make_tree(src, SMALL_FILES, 2)
+        src = small_tree()
     size = sum(os.path.getsize(f) for f in ([src] if kind == "big" else
                                            [os.path.join(d, n) for d, _, ns in os.walk(src) for n in ns]))
     if desktop:
@@ -590,9 +600,7 @@ def scenario_sync(fs):
     src = os.path.join(WORK, "sync.bin")
     if not os.path.exists(src):
         make_file(src, SYNC_BIG, 5)
-    tree = os.path.join(WORK, f"tree{FLUSH_CP_FILES}")
-    if not os.path.exists(tree):
-        make_tree(tree, FLUSH_CP_FILES, 2)
+    tree = small_tree(FLUSH_CP_FILES)
     fresh_stick(fs, ("sync",))
     try:
         dev = probe_as_user(MNT)
@@ -603,9 +611,7 @@ def scenario_sync(fs):
         tap(rc == 0 and filecmp.cmp(src, f"{MNT}/sync.bin", shallow=False), f"{fs}/sync: big file: sanecp copies it",
             err.strip()[:200])
         clear_stick()
-        cp_small, _, _ = timed(as_user(USER, ["cp", "-r", tree, f"{MNT}/cp"]))
-        clear_stick()
-        rc, small, _, _, _, _, err = sanecp([tree, MNT + "/"], user=USER)
+        (cp_small, _, _), (rc, small, _, _, _, _, err) = cp_sanecp(tree)
         diag(f"{fs}/sync: {FLUSH_CP_FILES} small files: cp -r + sync {cp_small:.2f} s, sanecp {small:.2f} s "
              f"= {small / cp_small:.3f}x")
         tap(rc == 0, f"{fs}/sync: small files: sanecp exits 0", err.strip()[:200])
@@ -705,9 +711,7 @@ def scenario_pull(fs, tool="sanecp"):
     fsck's findings after the pull are reported, not judged: an unclean unmount leaves FAT's dirty bit set, which
     is what a pulled stick is."""
     name = f"{fs}/{tool}"
-    src = os.path.join(WORK, "big.bin")
-    if not os.path.exists(src):
-        make_file(src, BIG, 1)
+    src = big_source()
     mnt = desktop_stick(fs)
     drop_caches()
     base = written()
@@ -1010,9 +1014,7 @@ class Window:
 def window_small_files(w, mnt, first):
     """The small-file tree dropped on the window for the stick at |mnt|, timed until the window says it is safe to
     unplug. Returns the window's last job."""
-    tree = os.path.join(WORK, "tree")
-    if not os.path.exists(tree):
-        make_tree(tree, SMALL_FILES, 2)
+    tree = small_tree()
     flush = "flush" in mount_options(mnt)
     drop_caches()
     t0 = time.monotonic()
@@ -1039,9 +1041,7 @@ def scenario_gui():
     finishes byte-identical; Eject unmounts the stick and powers it off through UDisks2, and the window says so.
     Runs last: after the power-off the stick is gone until it is plugged in again."""
     desktop()
-    src = os.path.join(WORK, "big.bin")
-    if not os.path.exists(src):
-        make_file(src, BIG, 1)
+    src = big_source()
     unmount()
     run(FILESYSTEMS["vfat"][0] + [DEV])
     drop_caches()
