@@ -58,6 +58,12 @@ std::string json_string(std::string_view text)
     return out + "\"";
 }
 
+namespace {
+
+const char *json_bool(bool b) { return b ? "true" : "false"; }
+
+} // namespace
+
 std::string json_device(const DeviceInfo &d)
 {
     auto optional = [](const std::optional<uint64_t> &v) { return v ? std::to_string(*v) : std::string("null"); };
@@ -71,21 +77,26 @@ std::string json_device(const DeviceInfo &d)
     out += ",\"block_device\":" + json_string(d.block_device);
     out += ",\"disk\":" + json_string(d.disk);
     out += ",\"bdi\":" + json_string(d.bdi);
-    out += std::string(",\"removable\":") + (d.removable ? "true" : "false");
-    out += std::string(",\"rotational\":") + (d.rotational ? "true" : "false");
+    out += ",\"transport\":" + json_string(d.transport);
+    out += std::string(",\"removable\":") + json_bool(d.removable);
+    out += std::string(",\"rotational\":") + json_bool(d.rotational);
     out += ",\"free_bytes\":" + optional(d.free_bytes);
     out += ",\"total_bytes\":" + optional(d.total_bytes);
     out += ",\"max_file_size\":" +
            (d.limits.max_file_size == UINT64_MAX ? std::string("null") : std::to_string(d.limits.max_file_size));
-    out += std::string(",\"fat_names\":") + (d.limits.forbids_fat_chars ? "true" : "false");
+    out += std::string(",\"fat_names\":") + json_bool(d.limits.forbids_fat_chars);
     out += std::string(",\"writeback\":\"") + mode + "\"";
+    // Whether small files get writeback of their own, and why: decided by what the device is.
+    const SmallFileWriteback small = choose_small_file_writeback(d);
+    out += std::string(",\"small_file_writeback\":") + json_bool(small.per_file);
+    out += ",\"small_file_writeback_why\":" + json_string(small.why);
     // The mount options that change the strategy (engine/device/device_probe.h, MountFlags).
     const MountFlags &m = d.mount_flags;
-    out += std::string(",\"flush\":") + (m.flush ? "true" : "false");
-    out += std::string(",\"sync\":") + (m.sync ? "true" : "false");
-    out += std::string(",\"dirsync\":") + (m.dirsync ? "true" : "false");
+    out += std::string(",\"flush\":") + json_bool(m.flush);
+    out += std::string(",\"sync\":") + json_bool(m.sync);
+    out += std::string(",\"dirsync\":") + json_bool(m.dirsync);
     out += ",\"mount_owner\":" + (m.owner_uid ? std::to_string(*m.owner_uid) : std::string("null"));
-    out += std::string(",\"runs_as_owner\":") + (d.runs_as_owner ? "true" : "false");
+    out += std::string(",\"runs_as_owner\":") + json_bool(d.runs_as_owner);
     return out + "}";
 }
 

@@ -29,6 +29,26 @@ void probe_detail::probe_block_source(const MountEntry &mount, DeviceInfo &info)
         probe_block_device(major(st.st_rdev), minor(st.st_rdev), "/sys", info);
 }
 
+namespace {
+
+// The bus in a disk's sysfs path (relative to the sysfs root), or what its name says it is.
+std::string transport_of(std::string_view device_path, std::string_view disk)
+{
+    static constexpr std::pair<std::string_view, std::string_view> kBuses[] = {
+        {"/usb", "usb"}, {"/mmc", "mmc"}, {"/nvme", "nvme"}, {"/ata", "ata"}, {"/virtio", "virtio"},
+    };
+    for (const auto &[marker, bus] : kBuses)
+        if (device_path.find(marker) != std::string_view::npos)
+            return std::string(bus);
+    if (disk.substr(0, 4) == "loop")
+        return "loop";
+    if (device_path.find("/host") != std::string_view::npos || disk.substr(0, 2) == "sd")
+        return "scsi";
+    return {};
+}
+
+} // namespace
+
 bool probe_block_device(unsigned major_no, unsigned minor_no, std::string_view sysfs_root, DeviceInfo &info)
 {
     // /sys/dev/block/MAJ:MIN links to the device's directory, e.g. ../../devices/pci0000:00/.../usb2/.../block/
@@ -62,6 +82,7 @@ bool probe_block_device(unsigned major_no, unsigned minor_no, std::string_view s
     auto removable = read_kernel_text(disk_dir + "/removable");
     info.removable = (removable && trim(*removable) == "1") || relative->find("/usb") != std::string::npos ||
                      relative->find("/mmc") != std::string::npos;
+    info.transport = transport_of(*relative, info.disk);
     auto rotational = read_kernel_text(disk_dir + "/queue/rotational");
     info.rotational = rotational && trim(*rotational) == "1";
     return true;

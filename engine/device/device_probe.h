@@ -123,7 +123,10 @@ struct DeviceInfo {
     std::string disk;           // the whole disk: "sdb" for "sdb1"; the device for an unpartitioned one
     std::string bdi;            // "MAJ:MIN" of the backing device info whose dirty pages are ours; empty when unknown
     bool removable = false;     // /sys/block/<disk>/removable, or a USB/MMC bus in the device path
-    bool rotational = false;    // /sys/block/<disk>/queue/rotational
+    // The bus the disk hangs on, from its sysfs path: "usb", "mmc", "nvme", "ata", "virtio", "loop" (a file),
+    // "scsi"; empty when not known.
+    std::string transport;
+    bool rotational = false;            // /sys/block/<disk>/queue/rotational
     std::optional<uint64_t> free_bytes; // unknown when statfs reports a size of 0 (fusefat)
     std::optional<uint64_t> total_bytes;
     uint64_t allocation_unit = 4096; // statfs's f_frsize: what the smallest file takes (a FAT cluster)
@@ -141,6 +144,18 @@ struct DeviceInfo {
     std::string device_key() const;
 };
 
+// Whether each small file gets writeback of its own as it is written (CopyRoute::small_file_writeback), and why,
+// in words sanecp --probe prints. A group of small files is otherwise sent by its one syncfs.
+struct SmallFileWriteback {
+    bool per_file = false;
+    std::string why;
+};
+// Pure: decided by what the device is: where group syncs run on the job's thread (FAT, exFAT, NTFS), each
+// file's writeback starts while the next is written; so it does on a USB or MMC device, or one that says it is
+// removable, which is nearly always slower than the job writes small files. A fixed NVMe, ATA or virtio disk
+// takes a group's data faster in one syncfs than in a request a file.
+SmallFileWriteback choose_small_file_writeback(const DeviceInfo &device);
+
 // Pure: the writeback mode for a filesystem, by statfs magic and mountinfo type.
 WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type);
 
@@ -153,7 +168,7 @@ DataSync choose_data_sync(unsigned long fs_magic, std::string_view fs_type);
 GroupSync choose_group_sync(unsigned long fs_magic);
 
 // Resolves "MAJ:MIN" of a block device to its sysfs facts, reading under |sysfs_root| (normally "/sys").
-// Fills block_device, disk, bdi, removable, rotational. Returns false when it is not a block device.
+// Fills block_device, disk, bdi, removable, transport, rotational. Returns false when it is not a block device.
 bool probe_block_device(unsigned major, unsigned minor, std::string_view sysfs_root, DeviceInfo &info);
 
 // Whether |err| from the destination means its device went away (a pulled stick) rather than failed: ENODEV,

@@ -139,6 +139,20 @@ WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
     return WritebackMode::ChunkSync;
 }
 
+SmallFileWriteback choose_small_file_writeback(const DeviceInfo &device)
+{
+    if (device.writeback != WritebackMode::Windows)
+        return {false, "no writeback windows on this filesystem: its files are synced instead"};
+    if (device.group_sync == GroupSync::Inline)
+        return {true, "the filesystem syncs a group on the copy's own thread (FAT, exFAT, NTFS)"};
+    if (device.transport == "usb" || device.transport == "mmc")
+        return {true, "a " + device.transport + " device: slower than small files are written"};
+    if (device.removable)
+        return {true, "the disk says it is removable: slower than small files are written"};
+    const std::string what = device.transport.empty() ? "a fixed disk" : "a fixed " + device.transport + " disk";
+    return {false, what + ": a group's one syncfs sends its data faster than a request a file"};
+}
+
 std::string DeviceInfo::device_key() const
 {
     if (!bdi.empty())

@@ -27,10 +27,8 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
     route.write_through = dest.mount_flags.sync;
     route.clone_chain = (same_fs || fast_fixed) && !route.write_through;
     route.evict = true;
-    // A small file's own writeback: on FAT and the like always (their groups sync on the job's thread), and on
-    // removable devices, which are nearly always slower than the job writes small files (page_cache_policy.h).
-    route.small_file_writeback =
-        dest.writeback == WritebackMode::Windows && (dest.group_sync == GroupSync::Inline || dest.removable);
+    // A small file's own writeback, by what the device is (choose_small_file_writeback, page_cache_policy.h).
+    route.small_file_writeback = choose_small_file_writeback(dest).per_file;
     return route;
 }
 

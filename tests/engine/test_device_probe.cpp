@@ -493,6 +493,52 @@ TEST_CASE("probe_block_device: an unpartitioned loop device is its own disk", "[
     CHECK_FALSE(info.rotational);
 }
 
+TEST_CASE("probe_block_device: the transport is the bus in the disk's sysfs path", "[device_probe]")
+{
+    const std::pair<std::pair<unsigned, unsigned>, const char *> cases[] = {
+        {{259, 2}, "nvme"}, // a partition: its disk's bus
+        {{8, 17}, "usb"},   // a USB stick, a SCSI disk through usb-storage
+        {{8, 33}, "usb"},   // a card reader that says removable=0
+        {{7, 3}, "loop"},   // a file
+    };
+    for (const auto &[dev, transport] : cases) {
+        DeviceInfo info;
+        INFO(dev.first << ":" << dev.second);
+        REQUIRE(probe_block_device(dev.first, dev.second, kSysfs, info));
+        CHECK(info.transport == transport);
+    }
+}
+
+TEST_CASE("small files' own writeback: decided by what the device is, and said why", "[device_probe]")
+{
+    DeviceInfo d;
+    d.writeback = WritebackMode::Windows;
+    d.group_sync = GroupSync::Background; // ext4
+    d.transport = "nvme";
+    SmallFileWriteback w = choose_small_file_writeback(d);
+    CHECK_FALSE(w.per_file);
+    CHECK(w.why.find("fixed nvme disk") != std::string::npos);
+
+    d.transport = "usb"; // the same filesystem on a stick
+    w = choose_small_file_writeback(d);
+    CHECK(w.per_file);
+    CHECK(w.why.find("usb device") != std::string::npos);
+
+    d.transport = "scsi";
+    d.removable = true; // a disk that says so, on a bus that does not
+    CHECK(choose_small_file_writeback(d).per_file);
+
+    d.removable = false;
+    d.transport = "nvme";
+    d.group_sync = GroupSync::Inline; // FAT, exFAT, NTFS: even on a fixed disk
+    w = choose_small_file_writeback(d);
+    CHECK(w.per_file);
+    CHECK(w.why.find("FAT") != std::string::npos);
+
+    d.writeback = WritebackMode::ChunkSync; // FUSE, a share
+    CHECK_FALSE(choose_small_file_writeback(d).per_file);
+}
+
 TEST_CASE("probe_block_device: anonymous devices (0:NN) have no sysfs entry", "[device_probe]")
 {
     DeviceInfo info;
