@@ -635,7 +635,7 @@ def probe_fat32(mnt):
     tap("/usb" in sysfs, "probe: the stick sits on a USB bus", sysfs)
     tap(dev.get("removable") is True, "probe: removable")
     tap(dev.get("transport") == "usb" and dev.get("small_file_writeback") is True,
-        "probe: a usb device, so small files get writeback of their own",
+        "probe: the transport is usb, and small files get writeback of their own",
         f"{dev.get('transport')}: {dev.get('small_file_writeback_why')}")
     tap(dev.get("fs_type") == "vfat" and dev.get("max_file_size") == (4 << 30) - 1,
         "probe: vfat from the kernel, 4 GiB - 1 per file", f"{dev.get('fs_type')} {dev.get('max_file_size')}")
