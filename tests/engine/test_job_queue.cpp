@@ -60,15 +60,23 @@ struct Recorder : JobObserver {
     }
 };
 
+// A 24 MiB file in a folder of its own, copied onto a slow device: about 25 MB/s (128 KiB every 5 ms).
+struct SlowCopy {
+    // Written before the seam is slowed.
+    struct Source {
+        explicit Source(const TempDir &t) { write_pattern_file(t / "src", 24 * MiB); }
+    };
+    TempDir t;
+    Source source {t};
+    SlowSeam slow {128 * 1024, 5ms};
+    FaultSyscalls &fs = slow.fs;
+    std::shared_ptr<Recorder> rec = std::make_shared<Recorder>();
+};
+
 } // namespace
 
-TEST_CASE("job queue: progress snapshots arrive at least 4 times a second and end at the full size")
+TEST_CASE_METHOD(SlowCopy, "job queue: progress snapshots arrive at least 4 times a second and end at the full size")
 {
-    TempDir t;
-    write_pattern_file(t / "src", 24 * MiB);
-    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
-    FaultSyscalls &fs = slow.fs;
-    auto rec = std::make_shared<Recorder>();
     {
         JobQueue queue(0.2);
         auto job = queue.submit(spec_of({t / "src"}, t / "dst"), rec);
@@ -92,13 +100,8 @@ TEST_CASE("job queue: progress snapshots arrive at least 4 times a second and en
     CHECK(same_bytes(t / "src", t / "dst"));
 }
 
-TEST_CASE("job queue: the device rate and ETA come from durable bytes")
+TEST_CASE_METHOD(SlowCopy, "job queue: the device rate and ETA come from durable bytes")
 {
-    TempDir t;
-    write_pattern_file(t / "src", 24 * MiB);
-    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
-    FaultSyscalls &fs = slow.fs;
-    auto rec = std::make_shared<Recorder>();
     JobQueue queue(0.1);
     auto job = queue.submit(spec_of({t / "src"}, t / "dst"), rec);
     REQUIRE(rec->wait_for([&] {
@@ -117,13 +120,8 @@ TEST_CASE("job queue: the device rate and ETA come from durable bytes")
     job->wait();
 }
 
-TEST_CASE("job queue: pause stops the copy at a chunk boundary, resume finishes it")
+TEST_CASE_METHOD(SlowCopy, "job queue: pause stops the copy at a chunk boundary, resume finishes it")
 {
-    TempDir t;
-    write_pattern_file(t / "src", 24 * MiB);
-    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
-    FaultSyscalls &fs = slow.fs;
-    auto rec = std::make_shared<Recorder>();
     JobQueue queue(0.05);
     auto job = queue.submit(spec_of({t / "src"}, t / "dst"), rec);
     REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().written_bytes > 0; }));

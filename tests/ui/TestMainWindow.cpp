@@ -53,6 +53,13 @@ void clickButton(const QList<QAbstractButton *> &buttons, const QString &start)
     QFAIL(qPrintable(QStringLiteral("no button \"%1\"").arg(start)));
 }
 
+// |path| made with |data| in it.
+bool writeFile(const QString &path, const QByteArray &data)
+{
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
+}
+
 // An 8 MiB tmpfs as the stick, beside src/, in a folder of its own. Mounted in this process's own mount namespace,
 // it goes with the process even if the test fails. Needs root.
 struct SmallStick {
@@ -112,15 +119,12 @@ private Q_SLOTS:
     {
         QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
         QDir(dir.path()).mkdir(QStringLiteral("out"));
-        QFile f(dir.filePath(QStringLiteral("movie.mkv")));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QByteArray(3 << 20, 'm'));
-        f.close();
+        QVERIFY(writeFile(dir.filePath(QStringLiteral("movie.mkv")), QByteArray(3 << 20, 'm')));
         MainWindow w;
         w.show();
         QSignalSpy queued(&w, &MainWindow::jobQueued);
         CommandLine cmd;
-        cmd.files = {QFile::encodeName(f.fileName())};
+        cmd.files = {QFile::encodeName(dir.filePath(QStringLiteral("movie.mkv")))};
         cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         w.applyCommandLine(cmd);
         QVERIFY(queued.wait(10000));
@@ -144,10 +148,7 @@ private Q_SLOTS:
     {
         QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
         QDir(dir.path()).mkdir(QStringLiteral("out"));
-        QFile f(dir.filePath(QStringLiteral("a.txt")));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("a");
-        f.close();
+        QVERIFY(writeFile(dir.filePath(QStringLiteral("a.txt")), "a"));
         MainWindow w;
         w.show();
         w.activateWindow();
@@ -156,7 +157,7 @@ private Q_SLOTS:
         QTest::keyClick(&w, Qt::Key_Return); // nothing to copy yet: nothing happens
         QCOMPARE(queued.count(), 0);
         QVERIFY(!w.clearFinishedButton()->isEnabled());
-        w.sourceArea()->addSources({QFile::encodeName(f.fileName())});
+        w.sourceArea()->addSources({QFile::encodeName(dir.filePath(QStringLiteral("a.txt")))});
         w.destinationPicker()->setDestination(dir.filePath(QStringLiteral("out")));
         w.destinationPicker()->list()->setFocus();
         QTest::keyClick(w.destinationPicker()->list(), Qt::Key_Return);
@@ -171,17 +172,14 @@ private Q_SLOTS:
     {
         QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
         QDir(dir.path()).mkdir(QStringLiteral("out"));
-        QFile f(dir.filePath(QStringLiteral("big.bin")));
-        QVERIFY(f.open(QIODevice::WriteOnly));
         // Big enough to be durable in several steps (writeback windows), so a tooltip midway can be checked.
-        f.write(QByteArray(40 << 20, 'b'));
-        f.close();
+        QVERIFY(writeFile(dir.filePath(QStringLiteral("big.bin")), QByteArray(40 << 20, 'b')));
         auto slow = sanecopy::test::SlowSeam::to_watch(); // 256 KiB every 20 ms: about 3 s for the file
         MainWindow w;
         w.show();
         QSignalSpy done(&w, &MainWindow::backgroundCopiesDone);
         CommandLine cmd;
-        cmd.files = {QFile::encodeName(f.fileName())};
+        cmd.files = {QFile::encodeName(dir.filePath(QStringLiteral("big.bin")))};
         cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
         w.applyCommandLine(cmd);
         QTRY_VERIFY(w.model()->anyRunning() && w.model()->rowCount() == 1);
