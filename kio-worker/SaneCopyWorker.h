@@ -113,7 +113,8 @@ private:
     KIO::WorkerResult feed(sanecopy::StreamWriter &writer, const sanecopy::ProgressCounters &counters,
                            const QByteArray &path);
     void reportStream(const sanecopy::ProgressCounters &counters);
-    KIO::WorkerResult failedWriting(const sanecopy::Status &s, const QByteArray &path);
+    // The stream writer could not start: a name in use (a file or a folder) is "already exists".
+    KIO::WorkerResult failedToCreate(const sanecopy::Status &s, const QByteArray &path);
     // copy()'s parts.
     std::optional<KIO::WorkerResult> holdInRun(const QByteArray &from, const QByteArray &to, const struct stat &st,
                                                sanecopy::ConflictPolicy policy);

@@ -117,13 +117,13 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
     const sanecopy::UniqueFd deviceLock = sanecopy::lock_device(sanecopy::JobQueue::default_lane(lane), noCancel);
     auto created = sanecopy::StreamWriter::create(toStd(path), options, counters);
     if (!created.ok())
-        return failedWriting(created.status(), path);
+        return failedToCreate(created.status(), path);
     sanecopy::StreamWriter &writer = created.value();
     ExitCleanup onExit([&writer] { writer.abort(); });
     if (KIO::WorkerResult fed = feed(writer, counters, path); !fed.success())
         return fed; // |writer| removes its part file, or keeps it for a resume (stream_writer.h)
     if (sanecopy::Status s = writer.finish(); !s)
-        return failedWriting(s, path);
+        return s.err() == EEXIST ? failExists(path) : failWithStatus(FileOp::Write, s, path);
     reportStream(counters);
     qCDebug(SANECOPY_KIO) << "put done," << writer.bytes_durable() << "bytes on the device";
     return KIO::WorkerResult::pass();
@@ -183,7 +183,7 @@ void SaneCopyWorker::reportStream(const sanecopy::ProgressCounters &counters)
     speed(static_cast<unsigned long>(counters.device_rate.load()));
 }
 
-KIO::WorkerResult SaneCopyWorker::failedWriting(const sanecopy::Status &s, const QByteArray &path)
+KIO::WorkerResult SaneCopyWorker::failedToCreate(const sanecopy::Status &s, const QByteArray &path)
 {
     if (s.err() == EEXIST || s.err() == EISDIR)
         return failExists(path);
