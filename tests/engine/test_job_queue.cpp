@@ -73,6 +73,21 @@ struct SlowCopy {
     std::shared_ptr<Recorder> rec = std::make_shared<Recorder>();
 };
 
+// Two 8 MiB files, a and b, for two jobs onto the same slow device as SlowCopy's.
+struct SlowPair {
+    struct Sources {
+        explicit Sources(const TempDir &t)
+        {
+            write_pattern_file(t / "a", 8 * MiB, 1);
+            write_pattern_file(t / "b", 8 * MiB, 2);
+        }
+    };
+    TempDir t;
+    Sources sources {t};
+    SlowSeam slow {128 * 1024, 5ms};
+    FaultSyscalls &fs = slow.fs;
+};
+
 } // namespace
 
 TEST_CASE_METHOD(SlowCopy, "job queue: progress snapshots arrive at least 4 times a second and end at the full size")
@@ -160,13 +175,8 @@ TEST_CASE("job queue: cancel removes the partial file and reports cancelled")
     CHECK(list_tree(t / "out") == ".\tdir\n");
 }
 
-TEST_CASE("job queue: jobs to one device run one after another")
+TEST_CASE_METHOD(SlowPair, "job queue: jobs to one device run one after another")
 {
-    TempDir t;
-    write_pattern_file(t / "a", 8 * MiB, 1);
-    write_pattern_file(t / "b", 8 * MiB, 2);
-    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
-    FaultSyscalls &fs = slow.fs;
     auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
     const std::string lane = "test-stick-" + std::to_string(::getpid());
     JobQueue queue(0.05, [lane](const JobSpec &) { return lane; });
@@ -181,13 +191,8 @@ TEST_CASE("job queue: jobs to one device run one after another")
     ::unlink((JobQueue::lock_folder() + "/" + lane + ".lock").c_str());
 }
 
-TEST_CASE("job queue: jobs to different devices run at the same time")
+TEST_CASE_METHOD(SlowPair, "job queue: jobs to different devices run at the same time")
 {
-    TempDir t;
-    write_pattern_file(t / "a", 8 * MiB, 1);
-    write_pattern_file(t / "b", 8 * MiB, 2);
-    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
-    FaultSyscalls &fs = slow.fs;
     auto ra = std::make_shared<Recorder>(), rb = std::make_shared<Recorder>();
     const std::string lane = "test-device-" + std::to_string(::getpid()) + "-";
     JobQueue queue(0.05,
@@ -203,14 +208,9 @@ TEST_CASE("job queue: jobs to different devices run at the same time")
         ::unlink((JobQueue::lock_folder() + "/" + lane + dest + ".lock").c_str());
 }
 
-TEST_CASE("job queue: one writer per device holds across processes too (a lock per device)")
+TEST_CASE_METHOD(SlowPair, "job queue: one writer per device holds across processes too (a lock per device)")
 {
     // Two queues stand for two processes (two Dolphin jobs in two KIO workers) writing to one device.
-    TempDir t;
-    write_pattern_file(t / "a", 8 * MiB, 1);
-    write_pattern_file(t / "b", 8 * MiB, 2);
-    SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
-    FaultSyscalls &fs = slow.fs;
     const std::string lane = "test-lane-" + std::to_string(::getpid());
     auto same_device = [lane](const JobSpec &) { return lane; };
     JobQueue first(0.05, same_device), second(0.05, same_device);
