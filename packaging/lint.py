@@ -125,7 +125,8 @@ def main():
         print(f"lint: no compile commands for the project in {build}/compile_commands.json")
         return 1
     headers = project_headers_digest(src)
-    tidy_config = (src / ".clang-tidy").read_bytes()
+    # Its comments can't change a verdict: only the settings are in the key.
+    tidy_config = b"\n".join(l for l in (src / ".clang-tidy").read_bytes().splitlines() if not l.lstrip().startswith(b"#"))
     tidy_version = tool_version("clang-tidy")
 
     def key(tool, version, config):

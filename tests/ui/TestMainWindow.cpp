@@ -60,6 +60,55 @@ bool writeFile(const QString &path, const QByteArray &data)
     return f.open(QIODevice::WriteOnly) && f.write(data) == data.size();
 }
 
+// |path| made with |bytes| in it and modified at |when|.
+bool writeDated(const QString &path, const QByteArray &bytes, const QDateTime &when)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size())
+        return false;
+    f.flush(); // else the bytes land at close and take the time with them
+    return f.setFileTime(when, QFileDevice::FileModificationTime);
+}
+
+QByteArray readBytes(const QString &path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// src/photos/a, b and c.jpg, and out/photos/a.jpg (older than the source's) and b.jpg (newer).
+bool makePhotos(const QDir &d, const QDateTime &old, const QDateTime &recent)
+{
+    const std::pair<const char *, std::pair<QByteArray, QDateTime>> files[] = {
+        {"src/photos/a.jpg", {"new a", recent}},  {"src/photos/b.jpg", {"new b", old}},
+        {"src/photos/c.jpg", {"new c", recent}},  {"out/photos/a.jpg", {"old", old}},
+        {"out/photos/b.jpg", {"older!", recent}},
+    };
+    if (!d.mkpath(QStringLiteral("src/photos")) || !d.mkpath(QStringLiteral("out/photos")))
+        return false;
+    for (const auto &[name, what] : files)
+        if (!writeDated(d.filePath(QLatin1String(name)), what.first, what.second))
+            return false;
+    return true;
+}
+
+// Plans a copy of |source| to |destination| in |w| and, once the plan dialog shows, picks |answer| for the names
+// already taken. nullptr when no dialog came or it offers no such answer.
+PlanDialog *planWithAnswer(MainWindow &w, const QString &source, const QString &destination, const QString &answer)
+{
+    w.sourceArea()->addSources({QFile::encodeName(source)});
+    w.destinationPicker()->setDestination(destination);
+    w.startCopy();
+    PlanDialog *dialog = nullptr;
+    if (!QTest::qWaitFor([&] { return (dialog = w.findChild<PlanDialog *>()) != nullptr; }, 10000))
+        return nullptr;
+    const int index = dialog->takenChoice()->findText(answer);
+    if (index < 0)
+        return nullptr;
+    dialog->takenChoice()->setCurrentIndex(index);
+    return dialog;
+}
+
 // An 8 MiB tmpfs as the stick, beside src/, in a folder of its own. Mounted in this process's own mount namespace,
 // it goes with the process even if the test fails. Needs root.
 struct SmallStick {
@@ -340,7 +389,6 @@ private Q_SLOTS:
         SmallStick s;
         QVERIFY(s.mounted);
         const QDir &d = s.d;
-        const QByteArray &stick = s.stick;
         // An update of a 5 MiB file already on an 8 MiB stick, and a new 1 MiB file: in full it needs 6 MiB of
         // the 3 free; skipping the old one, 1 MiB; replacing it, both 5 MiB files for a moment.
         QVERIFY(s.write(QStringLiteral("stick/film.mkv"), 5 << 20, 'o'));
@@ -352,7 +400,7 @@ private Q_SLOTS:
         QSignalSpy queued(&w, &MainWindow::jobQueued);
         w.sourceArea()->addSources({QFile::encodeName(d.filePath(QStringLiteral("src/film.mkv"))),
                                     QFile::encodeName(d.filePath(QStringLiteral("src/notes.txt")))});
-        w.destinationPicker()->setDestination(QFile::decodeName(stick));
+        w.destinationPicker()->setDestination(QFile::decodeName(s.stick));
         w.startCopy();
         QVERIFY(problems.wait(10000));
         auto *dialog = w.findChild<PlanDialog *>();
@@ -450,21 +498,9 @@ private Q_SLOTS:
     {
         QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
         QDir d(dir.path());
-        QVERIFY(d.mkpath(QStringLiteral("src/photos")) && d.mkpath(QStringLiteral("out/photos")));
-        auto write = [&](const QString &name, const QByteArray &bytes, const QDateTime &when) {
-            QFile f(d.filePath(name));
-            QVERIFY(f.open(QIODevice::WriteOnly));
-            f.write(bytes);
-            f.flush(); // else the bytes land at close and take the time with them
-            QVERIFY(f.setFileTime(when, QFileDevice::FileModificationTime));
-        };
         const QDateTime old = QDateTime::currentDateTime().addDays(-3),
                         recent = QDateTime::currentDateTime().addSecs(-60);
-        write(QStringLiteral("src/photos/a.jpg"), "new a", recent);
-        write(QStringLiteral("src/photos/b.jpg"), "new b", old);
-        write(QStringLiteral("src/photos/c.jpg"), "new c", recent);
-        write(QStringLiteral("out/photos/a.jpg"), "old", old);       // older there
-        write(QStringLiteral("out/photos/b.jpg"), "older!", recent); // newer there
+        QVERIFY(makePhotos(d, old, recent));
         MainWindow w;
         w.show();
         int asked = 0;
@@ -473,18 +509,9 @@ private Q_SLOTS:
             box->reject();
         });
         QSignalSpy queued(&w, &MainWindow::jobQueued);
-        auto plan = [&](const QString &answer) -> PlanDialog * {
-            w.sourceArea()->addSources({QFile::encodeName(d.filePath(QStringLiteral("src/photos")))});
-            w.destinationPicker()->setDestination(d.filePath(QStringLiteral("out")));
-            w.startCopy();
-            PlanDialog *dialog = nullptr;
-            if (!QTest::qWaitFor([&] { return (dialog = w.findChild<PlanDialog *>()) != nullptr; }, 10000))
-                return nullptr;
-            const int index = dialog->takenChoice()->findText(answer);
-            if (index < 0)
-                return nullptr;
-            dialog->takenChoice()->setCurrentIndex(index);
-            return dialog;
+        auto plan = [&](const QString &answer) {
+            return planWithAnswer(w, d.filePath(QStringLiteral("src/photos")), d.filePath(QStringLiteral("out")),
+                                  answer);
         };
 
         // Each taken name with both sides' size and time, and which is newer.
@@ -505,10 +532,7 @@ private Q_SLOTS:
         clickButton(dialog->buttons(), QStringLiteral("Copy (1 file)")); // the two others are skipped
         QVERIFY(queued.count() == 1 || queued.wait(10000));
         QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(0).data(JobModel::SafeToUnplugRole).toBool(), 20000);
-        auto contents = [&](const QString &name) {
-            QFile f(d.filePath(name));
-            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-        };
+        auto contents = [&](const QString &name) { return readBytes(d.filePath(name)); };
         QCOMPARE(contents(QStringLiteral("out/photos/a.jpg")), QByteArray("old")); // skipped, as answered once
         QCOMPARE(contents(QStringLiteral("out/photos/b.jpg")), QByteArray("older!"));
         QCOMPARE(contents(QStringLiteral("out/photos/c.jpg")), QByteArray("new c"));

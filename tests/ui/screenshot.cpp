@@ -52,9 +52,8 @@ void write(const QString &path, const QByteArray &bytes)
         f.write(bytes);
 }
 
-// Each state in turn, driven through the window's own entry points; the copy is slowed by the syscall seam
-// (256 KiB every 20 ms) so it can be caught running and cancelled.
-int states(const QString &out, const QString &work)
+// The photos (three of them on the destination already), a video, and a FIFO among the photos.
+void makeSources(const QString &work)
 {
     QDir(work).mkpath(QStringLiteral("src/Holiday photos"));
     QDir(work).mkpath(QStringLiteral("dest/Holiday photos"));
@@ -66,15 +65,13 @@ int states(const QString &out, const QString &work)
     }
     write(work + QStringLiteral("/src/video.mp4"), QByteArray(64 << 20, 'v'));
     ::mkfifo(QFile::encodeName(work + QStringLiteral("/src/Holiday photos/pipe")).constData(), 0644);
-    auto slow = sanecopy::test::SlowSeam::to_watch();
+}
 
-    SaneCopy::MainWindow window;
-    window.resize(980, 700);
-    window.show();
-    QApplication::processEvents();
-    bool ok = save(&window, out + QStringLiteral("/window-empty.png"));
-
+// The plan dialog and the first question of a copy of the photos, each saved; false when a save failed.
+bool planAndAsk(SaneCopy::MainWindow &window, const QString &out, const QString &work)
+{
     // The plan: a special file in the folder, and three photos already there ("ask for each file" is kept).
+    bool ok = true;
     const QByteArray dest = QFile::encodeName(work + QStringLiteral("/dest"));
     window.sourceArea()->addSources({QFile::encodeName(work + QStringLiteral("/src/Holiday photos"))});
     window.destinationPicker()->setDestination(QFile::decodeName(dest));
@@ -104,6 +101,25 @@ int states(const QString &out, const QString &work)
         Qt::SingleShotConnection);
     window.startCopy();
     loop.exec();
+    return ok;
+}
+
+// Each state in turn, driven through the window's own entry points; the copy is slowed by the syscall seam
+// (256 KiB every 20 ms) so it can be caught running and cancelled.
+int states(const QString &out, const QString &work)
+{
+    makeSources(work);
+    auto slow = sanecopy::test::SlowSeam::to_watch();
+
+    SaneCopy::MainWindow window;
+    window.resize(980, 700);
+    window.show();
+    QApplication::processEvents();
+    bool ok = save(&window, out + QStringLiteral("/window-empty.png"));
+
+    const QByteArray dest = QFile::encodeName(work + QStringLiteral("/dest"));
+    ok = planAndAsk(window, out, work) && ok;
+    QEventLoop loop;
 
     // A copy cancelled halfway.
     SaneCopy::CommandLine video;
