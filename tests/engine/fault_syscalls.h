@@ -6,6 +6,7 @@
 #pragma once
 
 #include "sys.h"
+#include "test_support.h"
 
 #include <atomic>
 #include <chrono>
@@ -184,6 +185,16 @@ public:
     // pause it, or kill the process mid-file.
     static SlowSeam to_watch() { return {256 * 1024, std::chrono::milliseconds(20)}; }
 
+    FaultSyscalls fs;
+
+private:
+    ScopedSyscalls seam_ {fs};
+};
+
+// A test's temp folder |t| with a FaultSyscalls seam |fs| in force from the start, for TEST_CASE_METHOD. The
+// knobs are read as calls happen, so a test sets them after making its files and before the copy.
+struct Faulted {
+    TempDir t;
     FaultSyscalls fs;
 
 private:

@@ -12,6 +12,7 @@
 #include "test_support.h"
 
 #include <fcntl.h>
+#include <optional>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -47,6 +48,21 @@ Status copy_with(CopyRoute route, const std::string &src, const std::string &dst
 CopyRoute stick_route() { return {false, WritebackMode::Windows, true}; }
 CopyRoute fast_route() { return {true, WritebackMode::Windows, true}; }
 
+// Copies t/src to t/dst whole by `route`, which must succeed and leave the same bytes.
+FileCopyResult copy_whole(const TempDir &t, CopyRoute route, ProgressCounters &counters)
+{
+    FileCopyResult result;
+    REQUIRE(copy_with(route, t / "src", t / "dst", file_size(t / "src"), result, counters).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    return result;
+}
+
+FileCopyResult copy_whole(const TempDir &t, CopyRoute route)
+{
+    ProgressCounters counters;
+    return copy_whole(t, route, counters);
+}
+
 // src onto dst in |t| as onto a stick, when nothing about the copy but its outcome matters.
 bool copies_onto_stick(const TempDir &t, uint64_t size)
 {
@@ -77,18 +93,34 @@ void evict(const std::string &path)
     ::fdatasync(fd.get());
     ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
 }
-} // namespace
 
-TEST_CASE("copy file to file: stick route copies identical bytes through sendfile windows")
+// How much of a 16 MiB source and its copy the page cache holds after the copy onto a stick, the source
+// cached or not before it; `seen_as` is the seam the copy runs under, if any.
+struct CacheAfterCopy {
+    double src, dst;
+};
+CacheAfterCopy cache_after_stick_copy(bool source_cached, Syscalls *seen_as = nullptr)
 {
     TempDir t;
+    write_pattern_file(t / "src", 16 * MiB);
+    if (source_cached)
+        (void)read_file(t / "src"); // someone else is using this file
+    else
+        evict(t / "src");
+    REQUIRE(residency(t / "src") == Approx(source_cached ? 1.0 : 0.0).margin(0.05));
+    std::optional<ScopedSyscalls> seam;
+    if (seen_as)
+        seam.emplace(*seen_as);
+    REQUIRE(copies_onto_stick(t, 16 * MiB));
+    return {residency(t / "src"), residency(t / "dst")};
+}
+} // namespace
+
+TEST_CASE_METHOD(Faulted, "copy file to file: stick route copies identical bytes through sendfile windows")
+{
     write_pattern_file(t / "src", 20 * MiB + 12345);
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
-    FileCopyResult result;
-    REQUIRE(copy_with(stick_route(), t / "src", t / "dst", file_size(t / "src"), result, counters).ok());
-    CHECK(same_bytes(t / "src", t / "dst"));
+    const FileCopyResult result = copy_whole(t, stick_route(), counters);
     CHECK(fs.sendfile_calls > 0);
     CHECK(fs.copy_file_range_calls == 0);
     // Each chunk's writeback was started and waited for, so every byte counted durable before fdatasync.
@@ -127,26 +159,20 @@ TEST_CASE("copy file to file: on a sync mount bytes go by read/write in big writ
     CHECK(counters.durable_bytes == file_size(t / "src"));
 }
 
-TEST_CASE("copy file to file: EINTR is retried and the bytes are identical")
+TEST_CASE_METHOD(Faulted, "copy file to file: EINTR is retried and the bytes are identical")
 {
-    TempDir t;
     write_pattern_file(t / "src", 6 * MiB);
-    FaultSyscalls fs;
     fs.eintr_every = 2;
     fs.max_transfer = 256 * 1024;
-    ScopedSyscalls seam(fs);
     REQUIRE(copies_onto_stick(t, 6 * MiB));
     CHECK(fs.eintr_injected > 0);
     CHECK(same_bytes(t / "src", t / "dst"));
 }
 
-TEST_CASE("copy file to file: short sendfile transfers are carried on")
+TEST_CASE_METHOD(Faulted, "copy file to file: short sendfile transfers are carried on")
 {
-    TempDir t;
     write_pattern_file(t / "src", 3 * MiB + 7);
-    FaultSyscalls fs;
     fs.max_transfer = 4093; // odd sizes, so offsets never line up with pages
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     FileCopyResult result;
     REQUIRE(copy_with(stick_route(), t / "src", t / "dst", 3 * MiB + 7, result, counters).ok());
@@ -155,14 +181,12 @@ TEST_CASE("copy file to file: short sendfile transfers are carried on")
     CHECK(same_bytes(t / "src", t / "dst"));
 }
 
-TEST_CASE("copy file to file: EXDEV from copy_file_range falls back to sendfile for the rest of the job")
+TEST_CASE_METHOD(Faulted,
+                 "copy file to file: EXDEV from copy_file_range falls back to sendfile for the rest of the job")
 {
-    TempDir t;
     write_pattern_file(t / "a", 2 * MiB, 1);
     write_pattern_file(t / "b", 2 * MiB, 2);
-    FaultSyscalls fs;
     fs.copy_file_range_errno = EXDEV;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     CopySession session(fast_route());
     FileCopyResult r1, r2;
@@ -176,13 +200,10 @@ TEST_CASE("copy file to file: EXDEV from copy_file_range falls back to sendfile 
     CHECK(fs.ficlone_calls == 1); // EOPNOTSUPP from FICLONE is sticky too
 }
 
-TEST_CASE("copy file to file: EINVAL from sendfile falls back to read/write")
+TEST_CASE_METHOD(Faulted, "copy file to file: EINVAL from sendfile falls back to read/write")
 {
-    TempDir t;
     write_pattern_file(t / "src", 3 * MiB + 99);
-    FaultSyscalls fs;
     fs.sendfile_errno = EINVAL;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     CopySession session(stick_route());
     FileCopyResult result;
@@ -210,41 +231,26 @@ TEST_CASE("copy file to file: a fallback mid-file continues at the right offset"
     TempDir t;
     write_pattern_file(t / "src", 1 * MiB);
     ScopedSyscalls seam(fs);
-    ProgressCounters counters;
-    FileCopyResult result;
-    REQUIRE(copy_with(fast_route(), t / "src", t / "dst", 1 * MiB, result, counters).ok());
-    CHECK(same_bytes(t / "src", t / "dst"));
+    copy_whole(t, fast_route());
 }
 
-TEST_CASE("copy file to file: ChunkSync mode makes every window durable with fdatasync")
+TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode makes every window durable with fdatasync")
 {
-    TempDir t;
     // More than the windows the first plan allows (8 x 1 MiB), so the copy must wait for syncs on its way.
     write_pattern_file(t / "src", 32 * MiB);
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
-    ProgressCounters counters;
-    FileCopyResult result;
     CopyRoute route {false, WritebackMode::ChunkSync, true};
-    REQUIRE(copy_with(route, t / "src", t / "dst", 32 * MiB, result, counters).ok());
-    CHECK(same_bytes(t / "src", t / "dst"));
+    const FileCopyResult result = copy_whole(t, route);
     CHECK(fs.fdatasync_calls >= 2);       // one per batch of finished windows, from the helper thread
     CHECK(fs.sync_file_range_calls == 0); // it can't reach FUSE's data, so it isn't used
     CHECK(result.durable == 32 * MiB);
 }
 
-TEST_CASE("copy file to file: tmpfs route does no syncing and no eviction")
+TEST_CASE_METHOD(Faulted, "copy file to file: tmpfs route does no syncing and no eviction")
 {
-    TempDir t;
     write_pattern_file(t / "src", 4 * MiB);
-    FaultSyscalls fs;
     fs.ficlone_errno = EOPNOTSUPP;
-    ScopedSyscalls seam(fs);
-    ProgressCounters counters;
-    FileCopyResult result;
     CopyRoute route {true, WritebackMode::None, false};
-    REQUIRE(copy_with(route, t / "src", t / "dst", 4 * MiB, result, counters).ok());
-    CHECK(same_bytes(t / "src", t / "dst"));
+    copy_whole(t, route);
     CHECK(fs.sync_file_range_calls == 0);
     CHECK(fs.fdatasync_calls == 0);
     CHECK(fs.dontneed_calls == 0);
@@ -252,23 +258,14 @@ TEST_CASE("copy file to file: tmpfs route does no syncing and no eviction")
 
 TEST_CASE("page cache: the copy drops the source pages it read and the destination pages it wrote")
 {
-    TempDir t;
-    write_pattern_file(t / "src", 16 * MiB);
-    evict(t / "src");
-    REQUIRE(residency(t / "src") < 0.05);
-    REQUIRE(copies_onto_stick(t, 16 * MiB));
-    CHECK(residency(t / "src") < 0.05);
-    CHECK(residency(t / "dst") < 0.05);
+    const CacheAfterCopy after = cache_after_stick_copy(false);
+    CHECK(after.src < 0.05);
+    CHECK(after.dst < 0.05);
 }
 
 TEST_CASE("page cache: source pages that were cached before the copy are left alone")
 {
-    TempDir t;
-    write_pattern_file(t / "src", 16 * MiB);
-    (void)read_file(t / "src"); // someone else is using this file
-    REQUIRE(residency(t / "src") > 0.95);
-    REQUIRE(copies_onto_stick(t, 16 * MiB));
-    CHECK(residency(t / "src") > 0.95);
+    CHECK(cache_after_stick_copy(true).src > 0.95);
 }
 
 TEST_CASE("page cache: a source whose residency the kernel hides is dropped behind the copy")
@@ -281,25 +278,16 @@ TEST_CASE("page cache: a source whose residency the kernel hides is dropped behi
             std::memset(vec, 1, (len + 4095) / 4096);
             return 0;
         }
-    };
-    TempDir t;
-    write_pattern_file(t / "src", 16 * MiB);
-    (void)read_file(t / "src"); // cached, as far as anyone can tell
-    REQUIRE(residency(t / "src") > 0.95);
-    Hidden fs;
-    ScopedSyscalls seam(fs);
-    REQUIRE(copies_onto_stick(t, 16 * MiB));
-    CHECK(residency(t / "src") < 0.05);
-    CHECK(residency(t / "dst") < 0.05);
+    } hidden;
+    const CacheAfterCopy after = cache_after_stick_copy(true, &hidden);
+    CHECK(after.src < 0.05);
+    CHECK(after.dst < 0.05);
 }
 
-TEST_CASE("copy file to file: cancel stops within a chunk with ECANCELED")
+TEST_CASE_METHOD(Faulted, "copy file to file: cancel stops within a chunk with ECANCELED")
 {
-    TempDir t;
     write_pattern_file(t / "src", 8 * MiB);
-    FaultSyscalls fs;
     fs.max_transfer = 64 * 1024;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     CopySession session(stick_route());
     JobControl control;
@@ -312,15 +300,12 @@ TEST_CASE("copy file to file: cancel stops within a chunk with ECANCELED")
     CHECK(fs.sendfile_calls == 0);
 }
 
-TEST_CASE("file to folder: ENOSPC mid-file leaves neither the real name nor a part file")
+TEST_CASE_METHOD(Faulted, "file to folder: ENOSPC mid-file leaves neither the real name nor a part file")
 {
-    TempDir t;
     write_pattern_file(t / "big", 12 * MiB);
     ::mkdir((t / "out").c_str(), 0755);
-    FaultSyscalls fs;
     fs.data_errno = ENOSPC;
     fs.fail_after_bytes = 5 * MiB;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "big"}, t / "out"));
     CHECK_FALSE(run.summary.ok());
     REQUIRE(run.first(JobEvent::Kind::Error));
@@ -329,28 +314,22 @@ TEST_CASE("file to folder: ENOSPC mid-file leaves neither the real name nor a pa
     CHECK(list_tree(t / "out") == ".\tdir\n");
 }
 
-TEST_CASE("file to file: ENOSPC while overwriting leaves the old file intact")
+TEST_CASE_METHOD(Faulted, "file to file: ENOSPC while overwriting leaves the old file intact")
 {
-    TempDir t;
     write_pattern_file(t / "new", 12 * MiB, 7);
     write_text_file(t / "old", "the old contents");
-    FaultSyscalls fs;
     fs.data_errno = ENOSPC;
     fs.fail_after_bytes = 3 * MiB;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "new"}, t / "old", ConflictPolicy::Overwrite));
     CHECK_FALSE(run.summary.ok());
     CHECK(read_file(t / "old") == "the old contents");
     CHECK_FALSE(exists(t / ".old.part"));
 }
 
-TEST_CASE("file to file: EIO from fdatasync never publishes, and keeps the part file for a resume")
+TEST_CASE_METHOD(Faulted, "file to file: EIO from fdatasync never publishes, and keeps the part file for a resume")
 {
-    TempDir t;
     write_pattern_file(t / "src", 3 * MiB);
-    FaultSyscalls fs;
     fs.fdatasync_errno = EIO;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
     CHECK_FALSE(run.summary.ok());
     REQUIRE(run.first(JobEvent::Kind::Error));
@@ -359,17 +338,14 @@ TEST_CASE("file to file: EIO from fdatasync never publishes, and keeps the part 
     CHECK(exists(t / ".dst.part"));
 }
 
-TEST_CASE("file to file: a device-level error ends the job and later files are not attempted")
+TEST_CASE_METHOD(Faulted, "file to file: a device-level error ends the job and later files are not attempted")
 {
-    TempDir t;
     ::mkdir((t / "src").c_str(), 0755);
     for (int i = 0; i < 3; ++i)
         write_pattern_file(t / ("src/f" + std::to_string(i)), 2 * MiB, unsigned(i));
     ::mkdir((t / "out").c_str(), 0755);
-    FaultSyscalls fs;
     fs.data_errno = EIO;
     fs.fail_after_bytes = 1 * MiB;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "src"}, t / "out"));
     CHECK(run.summary.aborted);
     CHECK(run.count(JobEvent::Kind::Error) == 1);
@@ -378,17 +354,14 @@ TEST_CASE("file to file: a device-level error ends the job and later files are n
     CHECK(list_tree(t / "out") == ".\tdir\nsrc\tdir\nsrc/.f0.part\tfile\t1048576\n");
 }
 
-TEST_CASE("resume: a part file left by an interrupted copy is continued from its verified prefix")
+TEST_CASE_METHOD(Faulted, "resume: a part file left by an interrupted copy is continued from its verified prefix")
 {
-    TempDir t;
     write_pattern_file(t / "src", 20 * MiB + 777);
     // What a SIGKILL mid-copy leaves: the first 9 MiB + a bit, under the part name.
     {
         const std::string all = read_file(t / "src");
         write_text_file(t / ".dst.part", all.substr(0, 9 * MiB + 1234));
     }
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
     REQUIRE(run.summary.ok());
     CHECK(same_bytes(t / "src", t / "dst"));
@@ -402,13 +375,10 @@ TEST_CASE("resume: a part file left by an interrupted copy is continued from its
     CHECK(run.first(JobEvent::Kind::FileDone)->message.find("resumed") != std::string::npos);
 }
 
-TEST_CASE("resume points: a big file's size and folder entry reach the device every checkpoint_seconds")
+TEST_CASE_METHOD(Faulted, "resume points: a big file's size and folder entry reach the device every checkpoint_seconds")
 {
-    TempDir t;
     write_pattern_file(t / "src", 24 * MiB);
-    FaultSyscalls fs;
     fs.data_delay = std::chrono::milliseconds(20); // about half a second for the whole file
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "src"}, t / "dst");
     spec.checkpoint_seconds = 0.05;
     JobRun run = run_job(spec);
@@ -486,15 +456,12 @@ TEST_CASE("verify: the copy is read back and a corruption between write and read
     CHECK(run.counters->written_bytes.load() == 0);
 }
 
-TEST_CASE("verify: an intact copy passes, small files included")
+TEST_CASE_METHOD(Faulted, "verify: an intact copy passes, small files included")
 {
-    TempDir t;
     ::mkdir((t / "tree").c_str(), 0755);
     write_pattern_file(t / "tree/big", 3 * MiB, 1);
     write_pattern_file(t / "tree/small", 5000, 2);
     ::mkdir((t / "out").c_str(), 0755);
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     spec.verify = true;
     JobRun run = run_job(spec);
@@ -504,9 +471,8 @@ TEST_CASE("verify: an intact copy passes, small files included")
     CHECK(fs.dontneed_calls > 0);
 }
 
-TEST_CASE("sparse file to file: holes stay holes and the bytes are identical")
+TEST_CASE_METHOD(Faulted, "sparse file to file: holes stay holes and the bytes are identical")
 {
-    TempDir t;
     {
         // 64 MiB with 3 MiB of data: at the start, in the middle, and a trailing hole.
         UniqueFd fd(::open((t / "sparse").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
@@ -517,8 +483,6 @@ TEST_CASE("sparse file to file: holes stay holes and the bytes are identical")
         REQUIRE(::pwrite(fd.get(), block.data(), block.size(), 41 * MiB + 4096) == ssize_t(MiB));
         REQUIRE(::ftruncate(fd.get(), 64 * MiB) == 0);
     }
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     FileCopyResult result;
     REQUIRE(copy_with(stick_route(), t / "sparse", t / "copy", 64 * MiB, result, counters).ok());
@@ -531,16 +495,13 @@ TEST_CASE("sparse file to file: holes stay holes and the bytes are identical")
     CHECK(counters.durable_bytes == 64 * MiB);
 }
 
-TEST_CASE("resume: a source changed after the part file was written is copied afresh")
+TEST_CASE_METHOD(Faulted, "resume: a source changed after the part file was written is copied afresh")
 {
-    TempDir t;
     write_pattern_file(t / "src", 8 * MiB, 1);
     write_text_file(t / ".dst.part", read_file(t / "src").substr(0, 5 * MiB));
     // The source is edited afterwards (its first 5 MiB happen to be unchanged): the part is no longer its prefix.
     struct timespec later[2] = {{0, UTIME_OMIT}, {time(nullptr) + 60, 0}};
     REQUIRE(::utimensat(AT_FDCWD, (t / "src").c_str(), later, 0) == 0);
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
     REQUIRE(run.summary.ok());
     CHECK(fs.moved.load() == 8 * MiB);

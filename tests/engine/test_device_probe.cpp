@@ -50,11 +50,39 @@ std::string real_path(const std::string &path)
     return buf;
 }
 
+struct statfs fake_statfs(unsigned long magic, uint64_t blocks, uint64_t avail)
+{
+    struct statfs sfs {};
+    sfs.f_type = static_cast<decltype(sfs.f_type)>(magic);
+    sfs.f_bsize = 4096;
+    sfs.f_frsize = 4096;
+    sfs.f_blocks = blocks;
+    sfs.f_bfree = avail;
+    sfs.f_bavail = avail;
+    return sfs;
+}
+
 // A machine that exists only in the fixtures: /proc/self/mountinfo is a fixture file, /sys is the fixture
 // sysfs tree, block device nodes are a table, and the one folder probed gets made-up fstat and fstatfs
 // answers. Everything else is the real system, so descriptors open and close for real.
 class FixtureMachine : public Syscalls {
 public:
+    FixtureMachine(std::string folder_, dev_t dev, const struct statfs &sfs, const std::string &mountinfo)
+        : folder(std::move(folder_)),
+          folder_dev(dev),
+          folder_statfs(sfs),
+          mountinfo_fixture(kFixtures + "/mountinfo/" + mountinfo)
+    {}
+
+    // probe_device(folder) on this machine, which must succeed.
+    DeviceInfo probe()
+    {
+        ScopedSyscalls seam(*this);
+        auto probed = probe_device(folder);
+        REQUIRE(probed.ok());
+        return probed.value();
+    }
+
     std::string folder;   // the path handed to probe_device()
     dev_t folder_dev = 0; // its st_dev
     struct statfs folder_statfs {};
@@ -121,18 +149,6 @@ private:
 
     int folder_fd_ = -1;
 };
-
-struct statfs fake_statfs(unsigned long magic, uint64_t blocks, uint64_t avail)
-{
-    struct statfs sfs {};
-    sfs.f_type = static_cast<decltype(sfs.f_type)>(magic);
-    sfs.f_bsize = 4096;
-    sfs.f_frsize = 4096;
-    sfs.f_blocks = blocks;
-    sfs.f_bfree = avail;
-    sfs.f_bavail = avail;
-    return sfs;
-}
 
 constexpr unsigned long kFuseMagic = 0x65735546;
 constexpr unsigned long kMsdosMagic = 0x4d44;
@@ -216,61 +232,52 @@ TEST_CASE("mountinfo: malformed lines are skipped and the rest kept", "[device_p
     CHECK(parse_mountinfo("").empty());
 }
 
-// --- find_mount --------------------------------------------------------------------------------------------
+// --- mount flags -------------------------------------------------------------------------------------------
 
-TEST_CASE("mount flags: UDisks2's vfat has flush and its user as owner, exFAT and NTFS no flush", "[device_probe]")
+TEST_CASE("mount flags: flush, sync, dirsync and the mount's owner, as each filesystem states them", "[device_probe]")
 {
-    auto mounts = fixture_mounts("udisks_sticks.txt");
-    const MountFlags vfat = parse_mount_flags(by_id(mounts, 61));
-    CHECK(vfat.flush);
-    CHECK_FALSE(vfat.sync);
-    CHECK_FALSE(vfat.dirsync);
-    CHECK(vfat.owner_uid == std::optional<uint32_t>(1000));
-    for (int id : {62, 64}) {
-        const MountFlags other = parse_mount_flags(by_id(mounts, id));
-        CHECK_FALSE(other.flush);
-        CHECK(other.owner_uid == std::optional<uint32_t>(1000));
+    struct Case {
+        int mount_id; // in udisks_sticks.txt
+        const char *what;
+        bool flush, sync, dirsync;
+        std::optional<uint32_t> owner_uid;
+    };
+    const Case cases[] = {
+        {61, "UDisks2's vfat: flush, and its user as owner", true, false, false, 1000},
+        {62, "UDisks2's exFAT: no flush", false, false, false, 1000},
+        {64, "UDisks2's NTFS: no flush", false, false, false, 1000},
+        {63, "a vfat with sync,dirsync and no uid=: root's", false, true, true, 0},
+        {65, "FUSE: user_id= owns the mount", false, false, false, 1000},
+        {22, "ext4: files have owners of their own", false, false, false, std::nullopt},
+    };
+    const auto mounts = fixture_mounts("udisks_sticks.txt");
+    for (const Case &c : cases) {
+        INFO(c.what);
+        const MountFlags flags = parse_mount_flags(by_id(mounts, c.mount_id));
+        CHECK(flags.flush == c.flush);
+        CHECK(flags.sync == c.sync);
+        CHECK(flags.dirsync == c.dirsync);
+        CHECK(flags.owner_uid == c.owner_uid);
     }
 }
 
-TEST_CASE("mount flags: sync and dirsync are read, and a vfat without uid= belongs to root", "[device_probe]")
-{
-    auto mounts = fixture_mounts("udisks_sticks.txt");
-    const MountFlags slow = parse_mount_flags(by_id(mounts, 63));
-    CHECK(slow.sync);
-    CHECK(slow.dirsync);
-    CHECK_FALSE(slow.flush);
-    CHECK(slow.owner_uid == std::optional<uint32_t>(0));
-}
+// --- find_mount --------------------------------------------------------------------------------------------
 
-TEST_CASE("mount flags: FUSE's user_id= owns the mount, ext4 files have owners of their own", "[device_probe]")
+TEST_CASE("find_mount: the longest mount point holding the path wins, on a component boundary", "[device_probe]")
 {
-    auto mounts = fixture_mounts("udisks_sticks.txt");
-    CHECK(parse_mount_flags(by_id(mounts, 65)).owner_uid == std::optional<uint32_t>(1000));
-    const MountFlags root = parse_mount_flags(by_id(mounts, 22));
-    CHECK_FALSE(root.owner_uid);
-    CHECK_FALSE(root.flush);
-    CHECK_FALSE(root.sync);
-}
-
-TEST_CASE("find_mount: the longest mount point holding the path wins", "[device_probe]")
-{
-    auto mounts = fixture_mounts("desktop.txt");
-    CHECK(mount_id_for(mounts, "/media/anna/My Stick/DCIM/img.jpg") == 30);
-    CHECK(mount_id_for(mounts, "/run/user/1000/gvfs/smb-share") == 29);
-    CHECK(mount_id_for(mounts, "/run/user/1000") == 28);
-    CHECK(mount_id_for(mounts, "/etc/fstab") == 22);
-    CHECK(mount_id_for(mounts, "/") == 22);
-}
-
-TEST_CASE("find_mount: a mount point matches only on a component boundary", "[device_probe]")
-{
-    auto mounts = fixture_mounts("desktop.txt");
-    CHECK(mount_id_for(mounts, "/mnt/usb2/x") == 32);
-    CHECK(mount_id_for(mounts, "/mnt/usb/x") == 31);
-    CHECK(mount_id_for(mounts, "/mnt/usb") == 31);
-    CHECK(mount_id_for(mounts, "/mnt/usbx") == 22);
-    CHECK(mount_id_for(mounts, "/media/anna/My Sticky") == 22);
+    struct Case {
+        std::string_view path;
+        int mount_id; // in desktop.txt
+    };
+    const auto mounts = fixture_mounts("desktop.txt");
+    for (const Case &c : {Case {"/media/anna/My Stick/DCIM/img.jpg", 30}, Case {"/run/user/1000/gvfs/smb-share", 29},
+                          Case {"/run/user/1000", 28}, Case {"/etc/fstab", 22}, Case {"/", 22},
+                          // a mount point matches only on a component boundary
+                          Case {"/mnt/usb2/x", 32}, Case {"/mnt/usb/x", 31}, Case {"/mnt/usb", 31},
+                          Case {"/mnt/usbx", 22}, Case {"/media/anna/My Sticky", 22}}) {
+        CAPTURE(c.path);
+        CHECK(mount_id_for(mounts, c.path) == c.mount_id);
+    }
 }
 
 TEST_CASE("find_mount: of two mounts on one mount point the last is on top", "[device_probe]")
@@ -433,15 +440,32 @@ TEST_CASE("choose_writeback: an unknown type syncs per chunk, with no type the m
 
 // --- block devices in sysfs --------------------------------------------------------------------------------
 
-TEST_CASE("probe_block_device: a USB stick's partition resolves to its disk and the disk's BDI", "[device_probe]")
+TEST_CASE("probe_block_device: a partition resolves to its disk, the disk's BDI, bus and flags", "[device_probe]")
 {
-    DeviceInfo info;
-    REQUIRE(probe_block_device(8, 17, kSysfs, info));
-    CHECK(info.block_device == "sdb1");
-    CHECK(info.disk == "sdb");
-    CHECK(info.bdi == "8:16");
-    CHECK(info.removable);
-    CHECK(info.rotational); // usb-storage reports sticks as rotational
+    struct Case {
+        unsigned major, minor;
+        std::string_view block_device, disk, bdi, transport;
+        bool removable, rotational;
+    };
+    const Case cases[] = {
+        // a USB stick: usb-storage reports sticks as rotational
+        {8, 17, "sdb1", "sdb", "8:16", "usb", true, true},
+        // an NVMe partition takes the disk's BDI, whatever its minor
+        {259, 2, "nvme0n1p2", "nvme0n1", "259:0", "nvme", false, false},
+        // an unpartitioned loop device is its own disk
+        {7, 3, "loop3", "loop3", "7:3", "loop", false, false},
+    };
+    for (const Case &c : cases) {
+        INFO(c.major << ":" << c.minor);
+        DeviceInfo info;
+        REQUIRE(probe_block_device(c.major, c.minor, kSysfs, info));
+        CHECK(info.block_device == c.block_device);
+        CHECK(info.disk == c.disk);
+        CHECK(info.bdi == c.bdi);
+        CHECK(info.transport == c.transport);
+        CHECK(info.removable == c.removable);
+        CHECK(info.rotational == c.rotational);
+    }
 }
 
 TEST_CASE("device_removed: a pulled stick, told from a failing one", "[device_probe]")
@@ -462,17 +486,6 @@ TEST_CASE("device_removed: a pulled stick, told from a failing one", "[device_pr
     CHECK_FALSE(device_removed(ENOSPC, gone, kSysfs));
 }
 
-TEST_CASE("probe_block_device: an NVMe partition takes the disk's BDI, whatever its minor", "[device_probe]")
-{
-    DeviceInfo info;
-    REQUIRE(probe_block_device(259, 2, kSysfs, info));
-    CHECK(info.block_device == "nvme0n1p2");
-    CHECK(info.disk == "nvme0n1");
-    CHECK(info.bdi == "259:0");
-    CHECK_FALSE(info.removable);
-    CHECK_FALSE(info.rotational);
-}
-
 TEST_CASE("probe_block_device: a USB card reader that reports removable=0 is removable", "[device_probe]")
 {
     DeviceInfo info;
@@ -480,33 +493,7 @@ TEST_CASE("probe_block_device: a USB card reader that reports removable=0 is rem
     CHECK(info.disk == "sdc");
     CHECK(test::read_file(kSysfs + "/block/sdc/removable") == "0\n");
     CHECK(info.removable);
-}
-
-TEST_CASE("probe_block_device: an unpartitioned loop device is its own disk", "[device_probe]")
-{
-    DeviceInfo info;
-    REQUIRE(probe_block_device(7, 3, kSysfs, info));
-    CHECK(info.block_device == "loop3");
-    CHECK(info.disk == "loop3");
-    CHECK(info.bdi == "7:3");
-    CHECK_FALSE(info.removable);
-    CHECK_FALSE(info.rotational);
-}
-
-TEST_CASE("probe_block_device: the transport is the bus in the disk's sysfs path", "[device_probe]")
-{
-    const std::pair<std::pair<unsigned, unsigned>, const char *> cases[] = {
-        {{259, 2}, "nvme"}, // a partition: its disk's bus
-        {{8, 17}, "usb"},   // a USB stick, a SCSI disk through usb-storage
-        {{8, 33}, "usb"},   // a card reader that says removable=0
-        {{7, 3}, "loop"},   // a file
-    };
-    for (const auto &[dev, transport] : cases) {
-        DeviceInfo info;
-        INFO(dev.first << ":" << dev.second);
-        REQUIRE(probe_block_device(dev.first, dev.second, kSysfs, info));
-        CHECK(info.transport == transport);
-    }
+    CHECK(info.transport == "usb");
 }
 
 TEST_CASE("small files' own writeback: decided by what the device is, and said why", "[device_probe]")
@@ -650,17 +637,10 @@ TEST_CASE("probe_device: a missing folder fails with ENOENT and names the path",
 
 TEST_CASE("probe_device: fuseblk (exfat-fuse on /dev/loop3) takes its source device's BDI", "[device_probe]")
 {
-    FixtureMachine machine;
-    machine.folder = "/media/stick/photos";
-    machine.folder_dev = makedev(7, 3);
-    machine.folder_statfs = fake_statfs(kFuseMagic, 1000000, 250000);
-    machine.mountinfo_fixture = kFixtures + "/mountinfo/fuseblk_stick.txt";
+    FixtureMachine machine("/media/stick/photos", makedev(7, 3), fake_statfs(kFuseMagic, 1000000, 250000),
+                           "fuseblk_stick.txt");
     machine.block_nodes["/dev/loop3"] = makedev(7, 3);
-    ScopedSyscalls seam(machine);
-
-    auto probed = probe_device(machine.folder);
-    REQUIRE(probed.ok());
-    const DeviceInfo &info = probed.value();
+    const DeviceInfo info = machine.probe();
     CHECK(info.mount_point == "/media/stick");
     CHECK(info.fs_type == "fuseblk");
     CHECK(info.fs_subtype.empty());
@@ -678,16 +658,9 @@ TEST_CASE("probe_device: fuseblk (exfat-fuse on /dev/loop3) takes its source dev
 TEST_CASE("probe_device: a FAT stick partition gets FAT limits and an unknown size when statfs says 0",
           "[device_probe]")
 {
-    FixtureMachine machine;
-    machine.folder = "/media/anna/PART1/DCIM";
-    machine.folder_dev = makedev(8, 17);
-    machine.folder_statfs = fake_statfs(kMsdosMagic, 0, 0);
-    machine.mountinfo_fixture = kFixtures + "/mountinfo/fuseblk_stick.txt";
-    ScopedSyscalls seam(machine);
-
-    auto probed = probe_device(machine.folder);
-    REQUIRE(probed.ok());
-    const DeviceInfo &info = probed.value();
+    FixtureMachine machine("/media/anna/PART1/DCIM", makedev(8, 17), fake_statfs(kMsdosMagic, 0, 0),
+                           "fuseblk_stick.txt");
+    const DeviceInfo info = machine.probe();
     CHECK(info.mount_point == "/media/anna/PART1");
     CHECK(info.fs_type == "vfat");
     CHECK(info.disk == "sdb");
@@ -704,16 +677,10 @@ TEST_CASE("probe_device: a stick UDisks2 mounted reports flush, and whether the 
           "[device_probe]")
 {
     auto probe_as = [](uid_t euid) {
-        FixtureMachine machine;
-        machine.folder = "/media/anna/STICK/DCIM";
-        machine.folder_dev = makedev(8, 17);
-        machine.folder_statfs = fake_statfs(kMsdosMagic, 1000, 500);
-        machine.mountinfo_fixture = kFixtures + "/mountinfo/udisks_sticks.txt";
+        FixtureMachine machine("/media/anna/STICK/DCIM", makedev(8, 17), fake_statfs(kMsdosMagic, 1000, 500),
+                               "udisks_sticks.txt");
         machine.euid = euid;
-        ScopedSyscalls seam(machine);
-        auto probed = probe_device(machine.folder);
-        REQUIRE(probed.ok());
-        return probed.value();
+        return machine.probe();
     };
     const DeviceInfo owner = probe_as(1000);
     CHECK(owner.mount_point == "/media/anna/STICK");
@@ -727,15 +694,8 @@ TEST_CASE("probe_device: a stick UDisks2 mounted reports flush, and whether the 
 TEST_CASE("probe_device: two partitions of one stick share a device key", "[device_probe]")
 {
     auto probe_partition = [](const std::string &folder, unsigned minor_no) {
-        FixtureMachine machine;
-        machine.folder = folder;
-        machine.folder_dev = makedev(8, minor_no);
-        machine.folder_statfs = fake_statfs(kMsdosMagic, 1000, 500);
-        machine.mountinfo_fixture = kFixtures + "/mountinfo/fuseblk_stick.txt";
-        ScopedSyscalls seam(machine);
-        auto probed = probe_device(folder);
-        REQUIRE(probed.ok());
-        return probed.value();
+        FixtureMachine machine(folder, makedev(8, minor_no), fake_statfs(kMsdosMagic, 1000, 500), "fuseblk_stick.txt");
+        return machine.probe();
     };
     DeviceInfo one = probe_partition("/media/anna/PART1", 17);
     DeviceInfo two = probe_partition("/media/anna/PART2", 18);
@@ -749,16 +709,8 @@ TEST_CASE("probe_device: two partitions of one stick share a device key", "[devi
 
 TEST_CASE("probe_device: without a readable mountinfo it still succeeds and goes by the magic", "[device_probe]")
 {
-    FixtureMachine machine;
-    machine.folder = "/media/anna/PART1";
-    machine.folder_dev = makedev(8, 17);
-    machine.folder_statfs = fake_statfs(kExtMagic, 1000, 500);
-    machine.mountinfo_fixture = kFixtures + "/mountinfo/no-such-file.txt";
-    ScopedSyscalls seam(machine);
-
-    auto probed = probe_device(machine.folder);
-    REQUIRE(probed.ok());
-    const DeviceInfo &info = probed.value();
+    FixtureMachine machine("/media/anna/PART1", makedev(8, 17), fake_statfs(kExtMagic, 1000, 500), "no-such-file.txt");
+    const DeviceInfo info = machine.probe();
     CHECK(info.mount_point.empty());
     CHECK(info.fs_type.empty());
     CHECK(info.writeback == WritebackMode::Windows);

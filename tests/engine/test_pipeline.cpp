@@ -141,12 +141,10 @@ TEST_CASE("chunk limits: inconsistent limits are made consistent, and plans stay
     CHECK(kept.align == good.align);
 }
 
-TEST_CASE("a job with small, non-default chunk limits copies exactly, and keeps in flight what they allow")
+TEST_CASE_METHOD(Faulted,
+                 "a job with small, non-default chunk limits copies exactly, and keeps in flight what they allow")
 {
-    TempDir t;
     write_pattern_file(t / "src", 6 * MiB + 12345);
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "src"}, t / "dst");
     spec.limits.min_chunk = 64 * 1024;
     spec.limits.max_chunk = 128 * 1024;
@@ -160,13 +158,10 @@ TEST_CASE("a job with small, non-default chunk limits copies exactly, and keeps 
     CHECK(fs.sync_file_range_calls.load() >= int(6 * MiB / (128 * 1024)));
 }
 
-TEST_CASE("small files: published in groups, one syncfs a group, no writeback of their own")
+TEST_CASE_METHOD(Faulted, "small files: published in groups, one syncfs a group, no writeback of their own")
 {
-    TempDir t;
     make_small_tree(t / "tree", 23);
     mkdir_p(t / "out");
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     spec.batch_files = 5;
     JobRun run = run_job(spec);
@@ -186,14 +181,12 @@ TEST_CASE("small files: published in groups, one syncfs a group, no writeback of
     CHECK(run.counters->files_done.load() == 23);
 }
 
-TEST_CASE("small files: a failing group sync fails every file in it, leaves no part file and takes back progress")
+TEST_CASE_METHOD(
+    Faulted, "small files: a failing group sync fails every file in it, leaves no part file and takes back progress")
 {
-    TempDir t;
     make_small_tree(t / "tree", 12);
     mkdir_p(t / "out");
-    FaultSyscalls fs;
     fs.syncfs_errno = EIO;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     spec.batch_files = 4;
     JobRun run = run_job(spec);
@@ -502,13 +495,10 @@ TEST_CASE("a job given a closer (the KIO worker's) ends before its files' closes
     CHECK(fs.closes_after_sync.load() == 3);
 }
 
-TEST_CASE("move: on the same filesystem, one rename")
+TEST_CASE_METHOD(Faulted, "move: on the same filesystem, one rename")
 {
-    TempDir t;
     make_small_tree(t / "tree", 5);
     mkdir_p(t / "out");
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     spec.move = true;
     JobRun run = run_job(spec);

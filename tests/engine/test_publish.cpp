@@ -263,14 +263,11 @@ TEST_CASE("file to file: Cancel as the answer to a conflict ends the job with no
     CHECK(list_tree(t.path()) == ".\tdir\ndst\tfile\t3\nsrc\tfile\t3\n");
 }
 
-TEST_CASE("file to file: Retry after a failed file copies it again from the start")
+TEST_CASE_METHOD(Faulted, "file to file: Retry after a failed file copies it again from the start")
 {
-    TempDir t;
     write_pattern_file(t / "src", 4 * 1024 * 1024);
-    FaultSyscalls fs;
     fs.data_errno = EIO;
     fs.fail_after_bytes = 1024 * 1024;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "src"}, t / "dst");
     int asked = 0;
     spec.ask_error = [&](const Status &s, const std::string &source) {
@@ -286,14 +283,11 @@ TEST_CASE("file to file: Retry after a failed file copies it again from the star
     CHECK(same_bytes(t / "src", t / "dst"));
 }
 
-TEST_CASE("file to file: Skip after a failed file reports it and leaves nothing")
+TEST_CASE_METHOD(Faulted, "file to file: Skip after a failed file reports it and leaves nothing")
 {
-    TempDir t;
     write_pattern_file(t / "src", 4 * 1024 * 1024);
-    FaultSyscalls fs;
     fs.data_errno = EACCES; // not a device failure, so there is nothing worth keeping for a resume
     fs.fail_after_bytes = 1024 * 1024;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "src"}, t / "dst");
     spec.ask_error = [](const Status &, const std::string &) { return ErrorAnswer::Skip; };
     JobRun run = run_job(spec);

@@ -63,12 +63,9 @@ bool on_tmpfs(const std::string &path)
 }
 } // namespace
 
-TEST_CASE("stream to file: uneven blocks arrive byte-identical and every byte is counted durable")
+TEST_CASE_METHOD(Faulted, "stream to file: uneven blocks arrive byte-identical and every byte is counted durable")
 {
-    TempDir t;
     write_pattern_file(t / "src", 20 * MiB + 12345);
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     auto w = StreamWriter::create(t / "dst", {}, counters);
     REQUIRE(w.ok());
@@ -178,15 +175,12 @@ TEST_CASE("stream to file: abort and destruction without finish leave nothing be
     CHECK(list_tree(t.path()) == before);
 }
 
-TEST_CASE("stream to file: ENOSPC mid-stream fails the write, sticks, and leaves nothing")
+TEST_CASE_METHOD(Faulted, "stream to file: ENOSPC mid-stream fails the write, sticks, and leaves nothing")
 {
-    TempDir t;
     write_pattern_file(t / "src", 8 * MiB);
     const std::string before = list_tree(t.path());
-    FaultSyscalls fs;
     fs.data_errno = ENOSPC;
     fs.fail_after_bytes = 3 * MiB + 100;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     {
         auto w = StreamWriter::create(t / "dst", {}, counters);
@@ -202,14 +196,11 @@ TEST_CASE("stream to file: ENOSPC mid-stream fails the write, sticks, and leaves
     CHECK(list_tree(t.path()) == before);
 }
 
-TEST_CASE("stream to file: short writes and EINTR are carried on")
+TEST_CASE_METHOD(Faulted, "stream to file: short writes and EINTR are carried on")
 {
-    TempDir t;
     write_pattern_file(t / "src", 3 * MiB + 7);
-    FaultSyscalls fs;
     fs.max_transfer = 4093;
     fs.eintr_every = 3;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     auto w = StreamWriter::create(t / "dst", {}, counters);
     REQUIRE(w.ok());
@@ -283,13 +274,10 @@ TEST_CASE("stream with the Rename policy: published under the first free alterna
     CHECK(read_file(t / "notes.txt") == "old");
 }
 
-TEST_CASE("stream to file: fdatasync failing at finish publishes nothing and keeps the old file")
+TEST_CASE_METHOD(Faulted, "stream to file: fdatasync failing at finish publishes nothing and keeps the old file")
 {
-    TempDir t;
     write_text_file(t / "dst", "old");
-    FaultSyscalls fs;
     fs.fdatasync_errno = EIO;
-    ScopedSyscalls seam(fs);
     ProgressCounters counters;
     {
         auto w = StreamWriter::create(t / "dst", with(ConflictPolicy::Overwrite), counters);

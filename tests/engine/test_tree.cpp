@@ -113,9 +113,8 @@ TEST_CASE("folder to folder: permission bits and modification times are kept, fo
     CHECK(lstat_of(t / "out/tree/private").st_mtim.tv_sec == 1200000000);
 }
 
-TEST_CASE("folder to folder: FIFOs and sockets are skipped with a message and never opened")
+TEST_CASE_METHOD(Faulted, "folder to folder: FIFOs and sockets are skipped with a message and never opened")
 {
-    TempDir t;
     mkdir_p(t / "tree");
     write_text_file(t / "tree/file", "data");
     REQUIRE(::mkfifo((t / "tree/pipe").c_str(), 0644) == 0);
@@ -128,10 +127,8 @@ TEST_CASE("folder to folder: FIFOs and sockets are skipped with a message and ne
     REQUIRE(::bind(sock, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0);
     mkdir_p(t / "out");
 
-    FaultSyscalls fs;
     std::vector<std::string> opened;
     fs.on_open = [&](const char *path, int) { opened.emplace_back(path); };
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
     ::close(sock);
     CHECK(run.summary.ok());
@@ -158,9 +155,8 @@ TEST_CASE("file to folder: a FIFO given as a source does not hang and copies not
     CHECK(list_tree(t / "out") == ".\tdir\n");
 }
 
-TEST_CASE("folder to folder: many small files share one sync per batch, not one each")
+TEST_CASE_METHOD(Faulted, "folder to folder: many small files share one sync per batch, not one each")
 {
-    TempDir t;
     mkdir_p(t / "tree");
     for (int d = 0; d < 4; ++d) {
         mkdir_p(t / ("tree/d" + std::to_string(d)));
@@ -169,8 +165,6 @@ TEST_CASE("folder to folder: many small files share one sync per batch, not one 
                                unsigned(d * 100 + f));
     }
     mkdir_p(t / "out");
-    FaultSyscalls fs;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
     REQUIRE(run.summary.ok());
     CHECK(run.counters->files_done == 200);
@@ -184,33 +178,28 @@ TEST_CASE("folder to folder: many small files share one sync per batch, not one 
     CHECK(run.counters->durable_bytes == run.counters->total_bytes);
 }
 
-TEST_CASE("folder to folder: a failed batch sync publishes none of the batch's files")
+TEST_CASE_METHOD(Faulted, "folder to folder: a failed batch sync publishes none of the batch's files")
 {
-    TempDir t;
     mkdir_p(t / "tree");
     for (int f = 0; f < 10; ++f)
         write_pattern_file(t / ("tree/f" + std::to_string(f)), 5000, unsigned(f));
     mkdir_p(t / "out");
-    FaultSyscalls fs;
     fs.syncfs_errno = EIO;
-    ScopedSyscalls seam(fs);
     JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
     CHECK_FALSE(run.summary.ok());
     CHECK(run.count(JobEvent::Kind::FileDone) == 0);
     CHECK(list_tree(t / "out") == ".\tdir\ntree\tdir\n");
 }
 
-TEST_CASE("folder to folder: a device gone mid-copy (ENODEV) is reported as removed, once, and ends the job")
+TEST_CASE_METHOD(Faulted,
+                 "folder to folder: a device gone mid-copy (ENODEV) is reported as removed, once, and ends the job")
 {
-    TempDir t;
     mkdir_p(t / "tree");
     for (int f = 0; f < 4; ++f)
         write_pattern_file(t / ("tree/big" + std::to_string(f)), 4 << 20, unsigned(f));
     mkdir_p(t / "out");
-    FaultSyscalls fs;
     fs.data_errno = ENODEV;
     fs.fail_after_bytes = 6 << 20;
-    ScopedSyscalls seam(fs);
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     int asked = 0;
     SECTION("without a question callback (sanecp)") {}
