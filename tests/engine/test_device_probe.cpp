@@ -168,55 +168,43 @@ TEST_CASE("mountinfo: a plain line gives every field", "[device_probe]")
     CHECK(efi.dev_major == 259);
     CHECK(efi.dev_minor == 1);
     CHECK(efi.root == "/");
-    CHECK(efi.mount_point == "/boot/efi");
-    CHECK(efi.options == "rw,relatime");
-    CHECK(efi.fs_type == "vfat");
-    CHECK(efi.fs_subtype.empty());
-    CHECK(efi.source == "/dev/nvme0n1p1");
     CHECK(efi.super_options.rfind("rw,fmask=0077,", 0) == 0);
     CHECK(mounts.size() == 14);
 }
 
-TEST_CASE("mountinfo: escaped spaces in mount points are unescaped", "[device_probe]")
+TEST_CASE("mountinfo: mount point, type, subtype, source and options, however the line spells them", "[device_probe]")
 {
-    auto mounts = fixture_mounts("desktop.txt");
-    CHECK(by_id(mounts, 30).mount_point == "/media/anna/My Stick");
-}
-
-TEST_CASE("mountinfo: tab, newline and backslash escapes are unescaped", "[device_probe]")
-{
-    auto mounts = fixture_mounts("desktop.txt");
-    CHECK(by_id(mounts, 35).mount_point == "/mnt/tab\tnew\nline\\slash");
-}
-
-TEST_CASE("mountinfo: optional fields (shared:N master:N) end at the separator", "[device_probe]")
-{
-    auto mounts = fixture_mounts("desktop.txt");
-    const MountEntry &usb = by_id(mounts, 31);
-    CHECK(usb.mount_point == "/mnt/usb");
-    CHECK(usb.options == "rw,relatime");
-    CHECK(usb.fs_type == "ext4");
-    CHECK(usb.source == "/dev/sdc1");
-    CHECK(usb.super_options == "rw");
-}
-
-TEST_CASE("mountinfo: fuse.sshfs splits into type fuse and subtype sshfs", "[device_probe]")
-{
-    auto mounts = fixture_mounts("desktop.txt");
-    const MountEntry &sshfs = by_id(mounts, 33);
-    CHECK(sshfs.fs_type == "fuse");
-    CHECK(sshfs.fs_subtype == "sshfs");
-    CHECK(sshfs.source == "anna@nas:/srv");
-    CHECK(by_id(mounts, 29).fs_subtype == "gvfsd-fuse");
-}
-
-TEST_CASE("mountinfo: fuseblk has no subtype and names its block device", "[device_probe]")
-{
-    auto mounts = fixture_mounts("desktop.txt");
-    const MountEntry &exfat = by_id(mounts, 34);
-    CHECK(exfat.fs_type == "fuseblk");
-    CHECK(exfat.fs_subtype.empty());
-    CHECK(exfat.source == "/dev/sde1");
+    struct Case {
+        int mount_id; // in desktop.txt
+        const char *what;
+        std::string_view mount_point, options, fs_type, fs_subtype, source, super_options_start;
+    };
+    const Case cases[] = {
+        {27, "a plain line", "/boot/efi", "rw,relatime", "vfat", "", "/dev/nvme0n1p1", "rw,fmask=0077,"},
+        {30, "escaped spaces", "/media/anna/My Stick", "rw,nosuid,nodev,relatime", "vfat", "", "/dev/sdb1",
+         "rw,uid=1000,"},
+        {35, "tab, newline and backslash escapes", "/mnt/tab\tnew\nline\\slash", "rw,relatime", "tmpfs", "", "tmpfs",
+         "rw"},
+        {31, "optional fields (shared:N master:N) end at the separator", "/mnt/usb", "rw,relatime", "ext4", "",
+         "/dev/sdc1", "rw"},
+        {33, "fuse.sshfs: type fuse, subtype sshfs", "/home/anna/remote", "rw,nosuid,nodev,relatime", "fuse", "sshfs",
+         "anna@nas:/srv", "rw,user_id=1000,"},
+        {29, "fuse.gvfsd-fuse", "/run/user/1000/gvfs", "rw,nosuid,nodev,relatime", "fuse", "gvfsd-fuse", "gvfsd-fuse",
+         "rw,user_id=1000,"},
+        {34, "fuseblk: no subtype, and its block device", "/media/anna/EXFAT", "rw,nosuid,nodev,relatime", "fuseblk",
+         "", "/dev/sde1", "rw,user_id=0,"},
+    };
+    const auto mounts = fixture_mounts("desktop.txt");
+    for (const Case &c : cases) {
+        INFO(c.what);
+        const MountEntry &m = by_id(mounts, c.mount_id);
+        CHECK(m.mount_point == c.mount_point);
+        CHECK(m.options == c.options);
+        CHECK(m.fs_type == c.fs_type);
+        CHECK(m.fs_subtype == c.fs_subtype);
+        CHECK(m.source == c.source);
+        CHECK(m.super_options.rfind(c.super_options_start, 0) == 0);
+    }
 }
 
 TEST_CASE("mountinfo: malformed lines are skipped and the rest kept", "[device_probe]")

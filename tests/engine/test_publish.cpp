@@ -7,6 +7,8 @@
 #include "test_support.h"
 
 #include <climits>
+#include <utility>
+#include <vector>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,6 +27,15 @@ SharedDirFd open_dir(const std::string &path)
 void write_all(int fd, const std::string &text)
 {
     REQUIRE(::write(fd, text.data(), text.size()) == ssize_t(text.size()));
+}
+
+// A part file for t/|name| that holds |text|, not yet published.
+Result<PartFile> part_holding(const TempDir &t, const std::string &name, const std::string &text)
+{
+    auto part = PartFile::create(open_dir(t.path()), t.path(), name);
+    REQUIRE(part.ok());
+    write_all(part->fd(), text);
+    return part;
 }
 } // namespace
 
@@ -49,9 +60,7 @@ TEST_CASE("publish: alternative names keep the extension")
 TEST_CASE("publish: the data lives under the part name until commit, then under the real name only")
 {
     TempDir t;
-    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
-    REQUIRE(part.ok());
-    write_all(part->fd(), "payload");
+    auto part = part_holding(t, "file.txt", "payload");
     CHECK(exists(t / ".file.txt.part"));
     CHECK_FALSE(exists(t / "file.txt"));
     REQUIRE(part->sync_data().ok());
@@ -77,9 +86,7 @@ TEST_CASE("publish: FilesystemFirst syncs the filesystem before the file, and a 
         }
     } fs;
     ScopedSyscalls seam(fs);
-    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
-    REQUIRE(part.ok());
-    write_all(part->fd(), "payload");
+    auto part = part_holding(t, "file.txt", "payload");
     REQUIRE(part->sync_data(DataSync::FilesystemFirst).ok());
     CHECK(fs.log == std::vector<std::string> {"syncfs", "fdatasync"});
     fs.log.clear();
@@ -108,24 +115,47 @@ TEST_CASE("publish: an uncommitted part file is removed when it goes out of scop
 TEST_CASE("publish: Refuse never replaces a name that appeared during the copy")
 {
     TempDir t;
-    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
-    REQUIRE(part.ok());
-    write_all(part->fd(), "new");
+    auto part = part_holding(t, "file.txt", "new");
     write_text_file(t / "file.txt", "someone else's");
     Status s = part->commit(ConflictPolicy::Refuse);
     CHECK(s.err() == EEXIST);
     CHECK(read_file(t / "file.txt") == "someone else's");
 }
 
-TEST_CASE("publish: Overwrite replaces the old file in one rename")
+TEST_CASE("publish: the new bytes land under the name the policy gives, whatever was there before")
 {
-    TempDir t;
-    write_text_file(t / "file.txt", "old");
-    auto part = PartFile::create(open_dir(t.path()), t.path(), "file.txt");
-    REQUIRE(part.ok());
-    write_all(part->fd(), "new");
-    REQUIRE(part->commit(ConflictPolicy::Overwrite).ok());
-    CHECK(read_file(t / "file.txt") == "new");
+    struct Case {
+        const char *what;
+        std::vector<std::pair<std::string, std::string>> before; // files and what they hold
+        ConflictPolicy policy;
+        std::string published_as;
+    };
+    const Case cases[] = {
+        {"Overwrite replaces the old file in one rename", {{"a.txt", "old"}}, ConflictPolicy::Overwrite, "a.txt"},
+        {"Rename picks the first free alternative",
+         {{"a.txt", "1"}, {"a (1).txt", "2"}},
+         ConflictPolicy::Rename,
+         "a (2).txt"},
+        {"a part file left by an interrupted run is replaced",
+         {{".a.txt.part", "stale"}},
+         ConflictPolicy::Refuse,
+         "a.txt"},
+    };
+    for (const Case &c : cases) {
+        INFO(c.what);
+        TempDir t;
+        for (const auto &[name, text] : c.before)
+            write_text_file(t / name, text);
+        auto part = part_holding(t, "a.txt", "new");
+        std::string final_name;
+        REQUIRE(part->commit(c.policy, &final_name).ok());
+        CHECK(final_name == c.published_as);
+        CHECK(read_file(t / c.published_as) == "new");
+        for (const auto &[name, text] : c.before)
+            if (name != c.published_as && name[0] != '.')
+                CHECK(read_file(t / name) == text); // the alternatives skipped are untouched
+        CHECK_FALSE(exists(t / ".a.txt.part"));
+    }
 }
 
 TEST_CASE("publish: Overwrite never replaces a folder with a file")
@@ -138,32 +168,6 @@ TEST_CASE("publish: Overwrite never replaces a folder with a file")
     struct stat st {};
     REQUIRE(::stat((t / "name").c_str(), &st) == 0);
     CHECK(S_ISDIR(st.st_mode));
-}
-
-TEST_CASE("publish: Rename picks the first free alternative")
-{
-    TempDir t;
-    write_text_file(t / "a.txt", "1");
-    write_text_file(t / "a (1).txt", "2");
-    auto part = PartFile::create(open_dir(t.path()), t.path(), "a.txt");
-    REQUIRE(part.ok());
-    write_all(part->fd(), "3");
-    std::string final_name;
-    REQUIRE(part->commit(ConflictPolicy::Rename, &final_name).ok());
-    CHECK(final_name == "a (2).txt");
-    CHECK(read_file(t / "a (2).txt") == "3");
-    CHECK(read_file(t / "a.txt") == "1");
-}
-
-TEST_CASE("publish: a part file left by an interrupted run is replaced")
-{
-    TempDir t;
-    write_text_file(t / ".a.txt.part", "stale");
-    auto part = PartFile::create(open_dir(t.path()), t.path(), "a.txt");
-    REQUIRE(part.ok());
-    write_all(part->fd(), "fresh");
-    REQUIRE(part->commit(ConflictPolicy::Refuse).ok());
-    CHECK(read_file(t / "a.txt") == "fresh");
 }
 
 TEST_CASE("publish: a symlink sitting at the part name is not followed")

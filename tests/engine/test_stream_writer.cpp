@@ -42,6 +42,14 @@ Status stream_file(const std::string &src, StreamWriter &w, std::vector<std::siz
     return {};
 }
 
+// A writer to |target| that must open.
+Result<StreamWriter> opened(const std::string &target, ProgressCounters &counters, const StreamOptions &options = {})
+{
+    auto w = StreamWriter::create(target, options, counters);
+    REQUIRE(w.ok());
+    return w;
+}
+
 StreamOptions with(ConflictPolicy policy)
 {
     StreamOptions o;
@@ -67,8 +75,7 @@ TEST_CASE_METHOD(Faulted, "stream to file: uneven blocks arrive byte-identical a
 {
     write_pattern_file(t / "src", 20 * MiB + 12345);
     ProgressCounters counters;
-    auto w = StreamWriter::create(t / "dst", {}, counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "dst", counters);
     REQUIRE(stream_file(t / "src", w.value(), {65536, 4093, 1 << 20, 7, 3 * 1 << 20}).ok());
     std::string final_path;
     REQUIRE(w->finish(&final_path).ok());
@@ -91,8 +98,7 @@ TEST_CASE("stream to file: durable bytes grow during the stream, and what is not
     TempDir t;
     write_pattern_file(t / "src", 64 * MiB);
     ProgressCounters counters;
-    auto w = StreamWriter::create(t / "dst", {}, counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "dst", counters);
     uint64_t worst_pending = 0;
     REQUIRE(stream_file(t / "src", w.value(), {1 << 20}, [&] {
                 worst_pending = std::max<uint64_t>(worst_pending, counters.written_bytes - counters.durable_bytes);
@@ -118,8 +124,7 @@ TEST_CASE("stream to file on a vfat flush mount: the published file is closed on
     StreamOptions options;
     options.closer = std::make_shared<BackgroundCloser>(2);
     {
-        auto w = StreamWriter::create(t / "dst", options, counters);
-        REQUIRE(w.ok());
+        auto w = opened(t / "dst", counters, options);
         REQUIRE(stream_file(t / "src", w.value(), {65536}).ok());
         REQUIRE(w->finish().ok());
     }
@@ -137,8 +142,7 @@ TEST_CASE("stream to file: the real name never appears before finish")
     TempDir t;
     write_pattern_file(t / "src", 6 * MiB);
     ProgressCounters counters;
-    auto w = StreamWriter::create(t / "movie.mkv", {}, counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "movie.mkv", counters);
     CHECK(w->part_path() == t / ".movie.mkv.part");
     bool seen_real_name = false;
     REQUIRE(stream_file(t / "src", w.value(), {300000}, [&] { seen_real_name |= exists(t / "movie.mkv"); }).ok());
@@ -158,14 +162,12 @@ TEST_CASE("stream to file: abort and destruction without finish leave nothing be
     ProgressCounters counters;
     SECTION("destroyed mid-stream")
     {
-        auto w = StreamWriter::create(t / "dst", {}, counters);
-        REQUIRE(w.ok());
+        auto w = opened(t / "dst", counters);
         REQUIRE(stream_file(t / "src", w.value(), {1 << 20}).ok());
     }
     SECTION("aborted, then destroyed")
     {
-        auto w = StreamWriter::create(t / "dst", {}, counters);
-        REQUIRE(w.ok());
+        auto w = opened(t / "dst", counters);
         REQUIRE(stream_file(t / "src", w.value(), {1 << 20}).ok());
         w->abort();
         CHECK_FALSE(exists(t / ".dst.part"));
@@ -183,8 +185,7 @@ TEST_CASE_METHOD(Faulted, "stream to file: ENOSPC mid-stream fails the write, st
     fs.fail_after_bytes = 3 * MiB + 100;
     ProgressCounters counters;
     {
-        auto w = StreamWriter::create(t / "dst", {}, counters);
-        REQUIRE(w.ok());
+        auto w = opened(t / "dst", counters);
         Status s = stream_file(t / "src", w.value(), {1 << 20});
         CHECK(s.err() == ENOSPC);
         CHECK(s.path() == t / "dst");
@@ -202,8 +203,7 @@ TEST_CASE_METHOD(Faulted, "stream to file: short writes and EINTR are carried on
     fs.max_transfer = 4093;
     fs.eintr_every = 3;
     ProgressCounters counters;
-    auto w = StreamWriter::create(t / "dst", {}, counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "dst", counters);
     REQUIRE(stream_file(t / "src", w.value(), {1 << 20, 12345}).ok());
     REQUIRE(w->finish().ok());
     CHECK(fs.eintr_injected > 0);
@@ -226,8 +226,7 @@ TEST_CASE("stream onto existing file: refused unless Overwrite, and the old file
     CHECK(read_file(t / "dst") == "the user's own file");
     CHECK_FALSE(exists(t / ".dst.part"));
 
-    auto w = StreamWriter::create(t / "dst", with(ConflictPolicy::Overwrite), counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "dst", counters, with(ConflictPolicy::Overwrite));
     REQUIRE(stream_file(t / "src", w.value(), {1 << 20}).ok());
     CHECK(read_file(t / "dst") == "the user's own file"); // replaced only at commit
     REQUIRE(w->finish().ok());
@@ -249,8 +248,7 @@ TEST_CASE("stream onto a name taken meanwhile: Refuse fails at commit and keeps 
 {
     TempDir t;
     ProgressCounters counters;
-    auto w = StreamWriter::create(t / "dst", {}, counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "dst", counters);
     REQUIRE(w->write("ours", 4).ok());
     write_text_file(t / "dst", "theirs");
     CHECK(w->finish().err() == EEXIST);
@@ -264,8 +262,7 @@ TEST_CASE("stream with the Rename policy: published under the first free alterna
     TempDir t;
     write_text_file(t / "notes.txt", "old");
     ProgressCounters counters;
-    auto w = StreamWriter::create(t / "notes.txt", with(ConflictPolicy::Rename), counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "notes.txt", counters, with(ConflictPolicy::Rename));
     REQUIRE(w->write("new", 3).ok());
     std::string final_path;
     REQUIRE(w->finish(&final_path).ok());
@@ -280,8 +277,7 @@ TEST_CASE_METHOD(Faulted, "stream to file: fdatasync failing at finish publishes
     fs.fdatasync_errno = EIO;
     ProgressCounters counters;
     {
-        auto w = StreamWriter::create(t / "dst", with(ConflictPolicy::Overwrite), counters);
-        REQUIRE(w.ok());
+        auto w = opened(t / "dst", counters, with(ConflictPolicy::Overwrite));
         REQUIRE(w->write("new data", 8).ok());
         Status s = w->finish();
         CHECK(s.err() == EIO);
@@ -316,8 +312,7 @@ TEST_CASE("stream with a size announced but fewer bytes sent: the file has the b
     ProgressCounters counters;
     StreamOptions o;
     o.expected_size = 8 * MiB;
-    auto w = StreamWriter::create(t / "dst", o, counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "dst", counters, o);
     REQUIRE(w->write("short", 5).ok());
     REQUIRE(w->finish().ok());
     CHECK(read_file(t / "dst") == "short");
@@ -333,8 +328,7 @@ TEST_CASE("stream with mode and mtime: the published file carries them")
     StreamOptions o;
     o.mode = 04640; // set-user-ID is never passed on
     o.mtime = timespec {1234567890, 0};
-    auto w = StreamWriter::create(t / "dst", o, counters);
-    REQUIRE(w.ok());
+    auto w = opened(t / "dst", counters, o);
     REQUIRE(w->write("x", 1).ok());
     REQUIRE(w->finish().ok());
     CHECK(mode_of(t / "dst") == 0640);
@@ -365,8 +359,7 @@ TEST_CASE("stream to tmpfs: nothing is synced, memory is the device")
     ProgressCounters counters;
     {
         ScopedSyscalls seam(fs);
-        auto w = StreamWriter::create(dir + "/dst", {}, counters);
-        REQUIRE(w.ok());
+        auto w = opened(dir + "/dst", counters);
         CHECK(w->writeback_mode() == WritebackMode::None);
         std::vector<char> block(1 << 20, 'z');
         for (int i = 0; i < 12; ++i)

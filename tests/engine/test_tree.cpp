@@ -24,6 +24,17 @@ using namespace sanecopy::test;
 namespace {
 void mkdir_p(const std::string &path) { REQUIRE(::mkdir(path.c_str(), 0755) == 0); }
 
+// t/tree holding one file, to be copied into t/out, where a folder of its name already holds one.
+void tree_onto_existing(const TempDir &t, std::pair<const char *, const char *> file,
+                        std::pair<const char *, const char *> existing)
+{
+    mkdir_p(t / "tree");
+    write_text_file(t / ("tree/" + std::string(file.first)), file.second);
+    mkdir_p(t / "out");
+    mkdir_p(t / "out/tree");
+    write_text_file(t / ("out/tree/" + std::string(existing.first)), existing.second);
+}
+
 std::string link_text(const std::string &path)
 {
     char buf[4096];
@@ -222,11 +233,7 @@ TEST_CASE_METHOD(Faulted,
 TEST_CASE("folder to folder: skips the conflict policy asked for leave the job complete")
 {
     TempDir t;
-    mkdir_p(t / "tree");
-    write_text_file(t / "tree/a", "new");
-    mkdir_p(t / "out");
-    mkdir_p(t / "out/tree");
-    write_text_file(t / "out/tree/a", "old");
+    tree_onto_existing(t, {"a", "new"}, {"a", "old"});
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     spec.conflict = ConflictPolicy::Skip;
     JobRun run = run_job(spec);
@@ -239,11 +246,7 @@ TEST_CASE("folder to folder: skips the conflict policy asked for leave the job c
 TEST_CASE("folder to folder: copying into an existing folder of the same name merges")
 {
     TempDir t;
-    mkdir_p(t / "tree");
-    write_text_file(t / "tree/new", "n");
-    mkdir_p(t / "out");
-    mkdir_p(t / "out/tree");
-    write_text_file(t / "out/tree/kept", "k");
+    tree_onto_existing(t, {"new", "n"}, {"kept", "k"});
     JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
     REQUIRE(run.summary.ok());
     CHECK(read_file(t / "out/tree/new") == "n");

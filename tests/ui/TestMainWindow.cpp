@@ -92,6 +92,15 @@ bool makePhotos(const QDir &d, const QDateTime &old, const QDateTime &recent)
     return true;
 }
 
+// `sanecopy --to DIR/out DIR/|name|`, as a second start hands it to the window.
+void copyFromCommandLine(MainWindow &w, const QTemporaryDir &dir, const QString &name)
+{
+    CommandLine cmd;
+    cmd.files = {QFile::encodeName(dir.filePath(name))};
+    cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
+    w.applyCommandLine(cmd);
+}
+
 // Plans a copy of |source| to |destination| in |w| and, once the plan dialog shows, picks |answer| for the names
 // already taken. nullptr when no dialog came or it offers no such answer.
 PlanDialog *planWithAnswer(MainWindow &w, const QString &source, const QString &destination, const QString &answer)
@@ -172,10 +181,7 @@ private Q_SLOTS:
         MainWindow w;
         w.show();
         QSignalSpy queued(&w, &MainWindow::jobQueued);
-        CommandLine cmd;
-        cmd.files = {QFile::encodeName(dir.filePath(QStringLiteral("movie.mkv")))};
-        cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
-        w.applyCommandLine(cmd);
+        copyFromCommandLine(w, dir, QStringLiteral("movie.mkv"));
         QVERIFY(queued.wait(10000));
         QCOMPARE(w.model()->rowCount(), 1);
         const QModelIndex row = w.model()->index(0);
@@ -227,10 +233,7 @@ private Q_SLOTS:
         MainWindow w;
         w.show();
         QSignalSpy done(&w, &MainWindow::backgroundCopiesDone);
-        CommandLine cmd;
-        cmd.files = {QFile::encodeName(dir.filePath(QStringLiteral("big.bin")))};
-        cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
-        w.applyCommandLine(cmd);
+        copyFromCommandLine(w, dir, QStringLiteral("big.bin"));
         QTRY_VERIFY(w.model()->anyRunning() && w.model()->rowCount() == 1);
         w.keepCopyingInBackground();
         QVERIFY(!w.isVisible());
@@ -469,10 +472,7 @@ private Q_SLOTS:
                 if (b->text().contains(QStringLiteral("Overwrite")))
                     b->click();
         });
-        CommandLine cmd;
-        cmd.files = {QFile::encodeName(dir.filePath(QStringLiteral("src/tree")))};
-        cmd.destination = QFile::encodeName(dir.filePath(QStringLiteral("out")));
-        w.applyCommandLine(cmd);
+        copyFromCommandLine(w, dir, QStringLiteral("src/tree"));
         // The plan lists the three names already taken first; "Ask for each file" is its default.
         PlanDialog *plan = nullptr;
         QTRY_VERIFY((plan = w.findChild<PlanDialog *>()) != nullptr);

@@ -26,21 +26,34 @@ const QString kRecordSuffix = QStringLiteral(".json");
 QString encodePath(const QByteArray &path) { return QString::fromLatin1(path.toPercentEncoding("/")); }
 QByteArray decodePath(const QJsonValue &v) { return QByteArray::fromPercentEncoding(v.toString().toLatin1()); }
 
+// The copy's yes/no choices, each under its name in the record and in EngineBridge::Options: the one place a
+// new choice is added to make it survive a crash.
+struct Choice {
+    QLatin1String key;
+    bool JournalEntry::*entry;
+    bool EngineBridge::Options::*option;
+};
+const Choice kChoices[] = {
+    {QLatin1String("verify"), &JournalEntry::verify, &EngineBridge::Options::verify},
+    {QLatin1String("renameInvalid"), &JournalEntry::renameInvalid, &EngineBridge::Options::renameInvalid},
+    {QLatin1String("move"), &JournalEntry::move, &EngineBridge::Options::move},
+    {QLatin1String("manifest"), &JournalEntry::manifest, &EngineBridge::Options::manifest},
+    // "Copy What Fits": resumed, it copies what fits again
+    {QLatin1String("fitToSpace"), &JournalEntry::fitToSpace, &EngineBridge::Options::fitToSpace},
+};
+
 QByteArray toJson(const JournalEntry &e)
 {
     QJsonArray sources;
     for (const QByteArray &s : e.sources)
         sources.append(encodePath(s));
-    const QJsonObject o {{QStringLiteral("version"), kVersion},
-                         {QStringLiteral("sources"), sources},
-                         {QStringLiteral("destination"), encodePath(e.destination)},
-                         {QStringLiteral("verify"), e.verify},
-                         {QStringLiteral("renameInvalid"), e.renameInvalid},
-                         {QStringLiteral("move"), e.move},
-                         {QStringLiteral("manifest"), e.manifest},
-                         {QStringLiteral("queued"), e.queued.toString(Qt::ISODate)},
-                         {QStringLiteral("conflict"), e.conflict},
-                         {QStringLiteral("fitToSpace"), e.fitToSpace}};
+    QJsonObject o {{QStringLiteral("version"), kVersion},
+                   {QStringLiteral("sources"), sources},
+                   {QStringLiteral("destination"), encodePath(e.destination)},
+                   {QStringLiteral("queued"), e.queued.toString(Qt::ISODate)},
+                   {QStringLiteral("conflict"), e.conflict}};
+    for (const Choice &c : kChoices)
+        o.insert(c.key, e.*c.entry);
     return QJsonDocument(o).toJson();
 }
 
@@ -54,13 +67,10 @@ bool fromJson(const QByteArray &json, JournalEntry &e)
     for (const auto &s : sources)
         e.sources << decodePath(s);
     e.destination = decodePath(o.value(QStringLiteral("destination")));
-    e.verify = o.value(QStringLiteral("verify")).toBool();
-    e.renameInvalid = o.value(QStringLiteral("renameInvalid")).toBool();
-    e.move = o.value(QStringLiteral("move")).toBool();
-    e.manifest = o.value(QStringLiteral("manifest")).toBool();
     e.queued = QDateTime::fromString(o.value(QStringLiteral("queued")).toString(), Qt::ISODate);
     e.conflict = o.value(QStringLiteral("conflict")).toInt(-1); // absent in records of earlier versions: ask
-    e.fitToSpace = o.value(QStringLiteral("fitToSpace")).toBool();
+    for (const Choice &c : kChoices)
+        e.*c.entry = o.value(c.key).toBool();
     return !e.sources.isEmpty() && !e.destination.isEmpty();
 }
 
@@ -173,16 +183,13 @@ QList<JournalEntry> JobJournal::claimUnfinished()
 
 JournalEntry journalEntryFor(const EngineBridge::Options &o)
 {
-    return {{},
-            o.sources,
-            o.destination,
-            o.verify,
-            o.renameInvalid,
-            o.move,
-            o.manifest,
-            {},
-            o.askOnConflict ? -1 : o.conflict,
-            o.fitToSpace};
+    JournalEntry e;
+    e.sources = o.sources;
+    e.destination = o.destination;
+    e.conflict = o.askOnConflict ? -1 : o.conflict;
+    for (const Choice &c : kChoices)
+        e.*c.entry = o.*c.option;
+    return e;
 }
 
 EngineBridge::Options optionsFor(const JournalEntry &e)
@@ -190,15 +197,12 @@ EngineBridge::Options optionsFor(const JournalEntry &e)
     EngineBridge::Options o;
     o.sources = e.sources;
     o.destination = e.destination;
-    o.verify = e.verify;
-    o.renameInvalid = e.renameInvalid;
-    o.move = e.move;
-    o.manifest = e.manifest;
-    o.fitToSpace = e.fitToSpace;
     if (e.conflict >= 0) {
         o.conflict = e.conflict;
         o.askOnConflict = false;
     }
+    for (const Choice &c : kChoices)
+        o.*c.option = e.*c.entry;
     return o;
 }
 
