@@ -120,8 +120,15 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
         return failedToCreate(created.status(), path);
     sanecopy::StreamWriter &writer = created.value();
     ExitCleanup onExit([&writer] { writer.abort(); });
-    if (KIO::WorkerResult fed = feed(writer, counters, path); !fed.success())
-        return fed; // |writer| removes its part file, or keeps it for a resume (stream_writer.h)
+    if (KIO::WorkerResult fed = feed(writer, counters, path); !fed.success()) {
+        // Cancelled, or the sender's source failed: what is on the device stays for the next put() of this file
+        // to go on from (canResume() below). After a device error the writer can't vouch for it and removes it.
+        if (sanecopy::Status kept = writer.keep_for_resume())
+            qCDebug(SANECOPY_KIO) << "put interrupted," << writer.bytes_durable() << "bytes kept for a resume";
+        else
+            qCDebug(SANECOPY_KIO) << "put interrupted, nothing kept:" << kept.message().c_str();
+        return fed;
+    }
     if (sanecopy::Status s = writer.finish(); !s)
         return s.err() == EEXIST ? failExists(path) : failWithStatus(FileOp::Write, s, path);
     reportStream(counters);
@@ -146,10 +153,12 @@ sanecopy::StreamOptions SaneCopyWorker::streamOptions(const QByteArray &path, in
     if (ok && size > 0)
         options.expected_size = size;
     options.closer = closer_;
-    // KIO::Resume: go on where an interrupted put() stopped. Without the flag, a part file left behind is offered
-    // to the job through canResume(); the sender then starts at its end, or at 0 if the job declines.
-    if (const uint64_t left = sanecopy::StreamWriter::leftover_part_size(toStd(path)); left > 0)
-        options.resume = (flags & KIO::Resume) || canResume(KIO::filesize_t(left));
+    // A part file an interrupted put() of this same file kept (the same sender's time, and no bigger than the
+    // size announced) is offered to the job through canResume(), or taken at once with KIO::Resume; the sender
+    // then starts at its end, or at 0 if the job declines. Any other part file is replaced.
+    const uint64_t kept = sanecopy::StreamWriter::resumable_part_size(toStd(path), options.mtime);
+    if (kept > 0 && kept < options.expected_size.value_or(UINT64_MAX))
+        options.resume = (flags & KIO::Resume) || canResume(KIO::filesize_t(kept));
     return options;
 }
 

@@ -8,6 +8,7 @@
 #include "sys.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <tuple>
 #include <fcntl.h>
@@ -145,14 +146,59 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     return w;
 }
 
-uint64_t StreamWriter::leftover_part_size(const std::string &target)
+namespace {
+
+// The stamp of a part file kept for a stream whose sender gave no time: 1980-01-01 00:00:02 UTC, which FAT, exFAT
+// and NTFS all store and which no file being written has.
+constexpr struct timespec kKeptWithoutTime {315532802, 0};
+
+} // namespace
+
+uint64_t StreamWriter::resumable_part_size(const std::string &target, const std::optional<struct timespec> &mtime)
 {
     const auto [dir_path, name] = split_path(strip_trailing_slashes(target));
     struct stat st {};
     const std::string part = dir_path + "/" + part_name_for(name);
     if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
         return 0;
+    // FAT keeps times to 2 s, rounded down: a second either way is the same stamp.
+    const struct timespec stamp = mtime.value_or(kKeptWithoutTime);
+    if (std::llabs(static_cast<long long>(st.st_mtim.tv_sec) - static_cast<long long>(stamp.tv_sec)) > 1)
+        return 0;
     return uint64_t(st.st_size);
+}
+
+Status StreamWriter::keep_for_resume()
+{
+    Status s = seal_for_resume();
+    if (s)
+        part_.keep();
+    else
+        abort();
+    return s;
+}
+
+// keep_for_resume()'s steps, in the order that makes the stamp mean "everything before it is on the device".
+Status StreamWriter::seal_for_resume()
+{
+    if (finished_ || !part_.valid())
+        return Status::destination(EBADF, "keep", part_.display_path());
+    if (!broken_.ok())
+        return broken_; // the device failed: what it holds can't be vouched for
+    if (offset_ == 0)
+        return Status::destination(ENODATA, "keep (nothing was sent)", part_.display_path());
+    if (Status s = write_out(); !s)
+        return s;
+    if (sys().ftruncate(part_.fd(), off_t(offset_)) < 0) // gives back what was reserved beyond the end
+        return Status::destination(errno, "ftruncate", part_.display_path());
+    if (Status s = part_.sync_data(device_.data_sync); !s)
+        return s;
+    struct timespec times[2] = {{0, UTIME_OMIT}, mtime_.value_or(kKeptWithoutTime)};
+    if (sys().futimens(part_.fd(), times) < 0)
+        return Status::destination(errno, "futimens", part_.display_path());
+    if (sys().fsync(part_.fd()) < 0) // fdatasync may leave a time alone; fsync carries it
+        return Status::destination(errno, "fsync", part_.display_path());
+    return {};
 }
 
 void StreamWriter::take_durable(uint64_t bytes)
@@ -212,12 +258,9 @@ Status StreamWriter::write(const void *data, std::size_t len)
     return {};
 }
 
-Status StreamWriter::finish(std::string *final_path)
+// The last chunk submitted and every window waited for: all bytes written are durable, and no window thread is left.
+Status StreamWriter::write_out()
 {
-    if (!broken_.ok())
-        return broken_;
-    if (finished_ || !part_.valid())
-        return Status::destination(EBADF, "finish", part_.display_path());
     if (Status s = submit_chunk(); !s)
         return s;
     uint64_t d = 0;
@@ -226,6 +269,17 @@ Status StreamWriter::finish(std::string *final_path)
     if (!drained)
         return fail(std::move(drained));
     windows_.reset();
+    return {};
+}
+
+Status StreamWriter::finish(std::string *final_path)
+{
+    if (!broken_.ok())
+        return broken_;
+    if (finished_ || !part_.valid())
+        return Status::destination(EBADF, "finish", part_.display_path());
+    if (Status s = write_out(); !s)
+        return s;
     if (Status s = settle_attributes(); !s)
         return fail(std::move(s));
 

@@ -12,7 +12,8 @@
 // Onto tmpfs (WritebackMode::None) none of the syncs are made: memory is the device.
 //
 // Whatever ends the stream before finish() succeeds (an error, abort(), destruction) removes the part file and
-// leaves an existing target untouched; nothing is ever visible under the real name before step 2.
+// leaves an existing target untouched; nothing is ever visible under the real name before step 2. Only
+// keep_for_resume() leaves the part file, durable and stamped, for a later stream to go on from.
 #pragma once
 
 #include "chunk_controller.h"
@@ -93,9 +94,18 @@ public:
     uint64_t bytes_written() const { return offset_; }
     // Where a resumed stream goes on (0 for a fresh one).
     uint64_t resume_offset() const { return resumed_; }
-    // The size of the part file an interrupted stream left for |target|, 0 when there is none. For asking the
-    // sender whether to resume (KIO's canResume()).
-    static uint64_t leftover_part_size(const std::string &target);
+    // The sender stopped (a cancel, a source that failed): keeps what reached the device for a later stream of
+    // the same file to go on from (StreamOptions::resume). The bytes written are made durable, the part file is
+    // cut to them, and only then stamped with the sender's time (StreamOptions::mtime; without one, a fixed
+    // stamp no file being written has) and synced again. The stamp is how resumable_part_size() tells a kept
+    // part file from one a crash, a kill or a pulled stick left, whose tail nobody can vouch for. When nothing
+    // was sent, after a device error, or when any step fails, this is abort() and returns why.
+    Status keep_for_resume();
+
+    // The size of the part file keep_for_resume() left for |target|, stamped with the sender's time |mtime| (or
+    // the fixed stamp when the sender gives none), 0 when there is none. For asking the sender whether to resume
+    // (KIO's canResume()).
+    static uint64_t resumable_part_size(const std::string &target, const std::optional<struct timespec> &mtime);
     uint64_t bytes_durable() const { return durable_; }
     WritebackMode writeback_mode() const { return device_.writeback; }
     // The part file's path, for tests and messages.
@@ -106,6 +116,8 @@ private:
     void take_durable(uint64_t bytes);
     Status fail(Status s);
     Status settle_attributes();
+    Status seal_for_resume();
+    Status write_out();
 
     SharedDirFd dir_;
     std::string dir_path_;

@@ -375,22 +375,79 @@ TEST_CASE("stream to tmpfs: nothing is synced, memory is the device")
     ::rmdir(dir.c_str());
 }
 
-TEST_CASE("stream: resume goes on at the end of the part file an interrupted stream left")
+TEST_CASE("stream: an interrupted stream keeps what reached the device, and the next one goes on from there")
 {
-    sanecopy::test::TempDir t;
-    sanecopy::test::write_pattern_file(t / "whole", 3 * 1024 * 1024 + 500, 4);
-    const std::string all = sanecopy::test::read_file(t / "whole");
-    sanecopy::test::write_text_file(t / ".dst.part", all.substr(0, 1024 * 1024 + 77)); // what the first try left
-    REQUIRE(sanecopy::StreamWriter::leftover_part_size(t / "dst") == 1024 * 1024 + 77);
-    sanecopy::StreamOptions options;
+    TempDir t;
+    write_pattern_file(t / "whole", 3 * MiB + 500, 4);
+    const std::string all = read_file(t / "whole");
+    StreamOptions options;
+    options.mtime = timespec {1700000000, 0}; // the sender's time for the file
+    options.expected_size = all.size();
+    ProgressCounters first;
+    {
+        auto w = opened(t / "dst", first, options);
+        REQUIRE(w->write(all.data(), MiB + 77).ok());
+        REQUIRE(w->keep_for_resume().ok()); // the sender stopped here
+    }
+    CHECK(file_size(t / ".dst.part") == MiB + 77); // cut to what was sent, the reservation given back
+    CHECK(first.durable_bytes == MiB + 77);
+    REQUIRE(StreamWriter::resumable_part_size(t / "dst", *options.mtime) == MiB + 77);
+    // Another version of the file (another time) does not go on from it.
+    CHECK(StreamWriter::resumable_part_size(t / "dst", timespec {1700000100, 0}) == 0);
+
     options.resume = true;
-    sanecopy::ProgressCounters counters;
-    auto w = sanecopy::StreamWriter::create(t / "dst", options, counters);
-    REQUIRE(w.ok());
-    REQUIRE(w->resume_offset() == 1024 * 1024 + 77);
+    ProgressCounters counters;
+    auto w = opened(t / "dst", counters, options);
+    REQUIRE(w->resume_offset() == MiB + 77);
     REQUIRE(w->write(all.data() + w->resume_offset(), all.size() - w->resume_offset()).ok());
     REQUIRE(w->finish().ok());
-    CHECK(sanecopy::test::read_file(t / "dst") == all);
+    CHECK(read_file(t / "dst") == all);
     CHECK(counters.durable_bytes == all.size());
-    CHECK(sanecopy::StreamWriter::leftover_part_size(t / "dst") == 0);
+    CHECK_FALSE(exists(t / ".dst.part"));
+}
+
+TEST_CASE("stream: a part file a crash or a pulled stick left is never gone on from")
+{
+    TempDir t;
+    const timespec sent_time {1700000000, 0};
+    write_text_file(t / ".dst.part", std::string(MiB, '\0')); // its size reached the device, its data did not
+    CHECK(StreamWriter::resumable_part_size(t / "dst", sent_time) == 0);
+    StreamOptions options;
+    options.mtime = sent_time;
+    ProgressCounters counters;
+    auto w = opened(t / "dst", counters, options); // resume not asked for: the part file is replaced
+    CHECK(w->resume_offset() == 0);
+    REQUIRE(w->write("fresh", 5).ok());
+    REQUIRE(w->finish().ok());
+    CHECK(read_file(t / "dst") == "fresh");
+}
+
+TEST_CASE("stream: a stream whose sender gave no time is kept under a stamp of its own")
+{
+    TempDir t;
+    ProgressCounters counters;
+    {
+        auto w = opened(t / "dst", counters);
+        REQUIRE(w->write("some", 4).ok());
+        REQUIRE(w->keep_for_resume().ok());
+    }
+    CHECK(StreamWriter::resumable_part_size(t / "dst", std::nullopt) == 4);
+    CHECK(StreamWriter::resumable_part_size(t / "dst", timespec {1700000000, 0}) == 0);
+}
+
+TEST_CASE_METHOD(Faulted, "stream: nothing is kept when nothing was sent, or after the device failed")
+{
+    ProgressCounters counters;
+    {
+        auto w = opened(t / "empty", counters);
+        CHECK(w->keep_for_resume().err() == ENODATA);
+    }
+    write_pattern_file(t / "src", 4 * MiB);
+    fs.data_errno = EIO;
+    fs.fail_after_bytes = 0;
+    auto w = opened(t / "dst", counters);
+    CHECK_FALSE(stream_file(t / "src", w.value(), {MiB}).ok());
+    CHECK(w->keep_for_resume().err() == EIO);
+    CHECK_FALSE(exists(t / ".dst.part"));
+    CHECK_FALSE(exists(t / ".empty.part"));
 }

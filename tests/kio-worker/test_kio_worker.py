@@ -15,6 +15,7 @@ import http.server
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -290,6 +291,80 @@ def case_put_stream(work):
         check(sampler.peak <= DIRTY_BOUND, f"peak dirty {sampler.peak / MiB:.1f} MiB > 32 MiB")
         check(filecmp.cmp(src, dst, shallow=False), "the streamed copy differs")
         check(no_part_files(s.mnt), "a part file was left behind")
+
+
+class RangeHandler(QuietHandler):
+    """Serves one file with the Range requests a resumed get() sends; with `drop_at` set it breaks the connection
+    after that many bytes, as a server gone or a Wi-Fi link lost would. Every request's first byte is logged."""
+    drop_at = None
+    starts = []
+
+    def do_GET(self):
+        path = self.translate_path(self.path)
+        size = os.path.getsize(path)
+        start = 0
+        if self.headers.get("Range", "").startswith("bytes="):
+            start = int(self.headers["Range"][6:].split("-")[0])
+        type(self).starts.append(start)
+        self.send_response(206 if start else 200)
+        self.send_header("Content-Length", str(size - start))
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Last-Modified", self.date_time_string(int(os.stat(path).st_mtime)))
+        self.end_headers()
+        end = size if self.drop_at is None else min(size, self.drop_at)
+        with open(path, "rb") as f:
+            f.seek(start)
+            left = end - start
+            while left > 0:
+                block = f.read(min(left, 1 << 20))
+                self.wfile.write(block)
+                left -= len(block)
+        if end < size:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+
+
+def case_put_resume(work):
+    """A stream from http broken off halfway keeps what reached the stick under the part name, stamped with the
+    sender's time; the same copy again asks the server only for the rest (a Range request from there) and ends
+    with the whole file. Nothing else is ever gone on from: the stamp tells a kept part file from a crash's."""
+    with stick.Stick(size_mib=128, rate_bps=RATE) as s:
+        served = os.path.join(work, "served")
+        os.makedirs(served)
+        src = stick.make_file(os.path.join(served, "video.bin"), 48 * MiB)
+        os.utime(src, (1700000000, 1700000000))
+        RangeHandler.drop_at, RangeHandler.starts = 20 * MiB, []
+        handler = lambda *a, **kw: RangeHandler(*a, directory=served, **kw)  # noqa: E731
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        source = f"http://127.0.0.1:{server.server_address[1]}/video.bin"
+        dst = os.path.join(s.mnt, "video.bin")
+        part = os.path.join(s.mnt, ".video.bin.part")
+        try:
+            rc, _, err, _ = kioclient("copy", source, url("sanecopy", dst))
+            check(rc != 0, "a stream broken off halfway was reported as a success")
+            check(wait_workers_gone(), "the worker is still running")
+            check(os.path.exists(part), f"nothing kept for a resume: {os.listdir(s.mnt)}\n{err[-2000:]}")
+            kept = os.path.getsize(part)
+            check(0 < kept <= 20 * MiB, f"the part file holds {kept} bytes, not at most the 20 MiB sent")
+            # The sender's time when KIO passes it on (its "modified" metadata), else the worker's fixed stamp.
+            stamp = int(os.stat(part).st_mtime)
+            check(stamp in (1700000000, 315532802), f"the kept part file is stamped {stamp}, not as kept")
+            print(f"broken off at 20 MiB: {kept / MiB:.1f} MiB kept, stamped {stamp}")
+            RangeHandler.drop_at = None
+            rc, _, err, _ = kioclient("copy", source, url("sanecopy", dst))
+            check(rc == 0, f"the copy again exited {rc}: {err[-2000:]}")
+        finally:
+            server.shutdown()
+        check(filecmp.cmp(src, dst, shallow=False), "the resumed copy differs")
+        check(no_part_files(s.mnt), "a part file was left behind")
+        check(RangeHandler.starts[-1] == kept,
+              f"the second copy asked for bytes from {RangeHandler.starts[-1]}, not from the {kept} kept")
+        print(f"resumed: requests started at {RangeHandler.starts}")
 
 
 def case_device_lock(work):
