@@ -8,6 +8,7 @@
 
 #include <blkid/blkid.h>
 
+#include <charconv>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -45,6 +46,20 @@ std::string transport_of(std::string_view device_path, std::string_view disk)
     if (device_path.find("/host") != std::string_view::npos || disk.substr(0, 2) == "sd")
         return "scsi";
     return {};
+}
+
+// The kernel's cap on the device's share of dirty memory, from its BDI folder in sysfs. Kernels before 6.2
+// have no strict_limit file: no strict limit then.
+void read_bdi_limits(const std::string &bdi_dir, DeviceInfo &info)
+{
+    if (auto ratio = read_kernel_text(bdi_dir + "/max_ratio")) {
+        const std::string_view text = trim(*ratio);
+        unsigned value = 0;
+        if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc())
+            info.bdi_max_ratio = value;
+    }
+    auto strict = read_kernel_text(bdi_dir + "/strict_limit");
+    info.bdi_strict_limit = strict && trim(*strict) == "1";
 }
 
 } // namespace
@@ -85,6 +100,7 @@ bool probe_block_device(unsigned major_no, unsigned minor_no, std::string_view s
     info.transport = transport_of(*relative, info.disk);
     auto rotational = read_kernel_text(disk_dir + "/queue/rotational");
     info.rotational = rotational && trim(*rotational) == "1";
+    read_bdi_limits(root + "/class/bdi/" + info.bdi, info);
     return true;
 }
 

@@ -126,7 +126,11 @@ struct DeviceInfo {
     // The bus the disk hangs on, from its sysfs path: "usb", "mmc", "nvme", "ata", "virtio", "loop" (a file),
     // "scsi"; empty when not known.
     std::string transport;
-    bool rotational = false;            // /sys/block/<disk>/queue/rotational
+    bool rotational = false; // /sys/block/<disk>/queue/rotational
+    // The kernel's cap on this device's share of dirty memory (/sys/class/bdi/<bdi>/max_ratio, 100: none) and
+    // whether it holds even below the global background threshold (strict_limit, as udev rules set for sticks).
+    unsigned bdi_max_ratio = 100;
+    bool bdi_strict_limit = false;
     std::optional<uint64_t> free_bytes; // unknown when statfs reports a size of 0 (fusefat)
     std::optional<uint64_t> total_bytes;
     uint64_t allocation_unit = 4096; // statfs's f_frsize: what the smallest file takes (a FAT cluster)
@@ -149,12 +153,29 @@ struct DeviceInfo {
 struct SmallFileWriteback {
     bool per_file = false;
     std::string why;
+    // False when the choice is only a guess from the bus: the rate the copy measures then decides
+    // (small_files_need_own_writeback()).
+    bool settled = true;
 };
-// Pure: decided by what the device is: where group syncs run on the job's thread (FAT, exFAT, NTFS), each
-// file's writeback starts while the next is written; so it does on a USB or MMC device, or one that says it is
-// removable, which is nearly always slower than the job writes small files. A fixed NVMe, ATA or virtio disk
-// takes a group's data faster in one syncfs than in a request a file.
-SmallFileWriteback choose_small_file_writeback(const DeviceInfo &device);
+// Pure: decided by what the device is, in this order (rules 1 to 3, 5 and 6 are settled: no rate changes them).
+//  1. No writeback windows (FUSE, shares, tmpfs): never; their files are synced instead.
+//  2. Group syncs on the job's thread (FAT, exFAT, NTFS): always, so each file's writeback runs while the next is
+//     written.
+//  3. A strict cap on the device's dirty memory (bdi strict_limit with max_ratio < 100): always, so the job is
+//     not throttled against the cap file after file.
+//  4. A USB or MMC device, or one that says it is removable: they are nearly always slower than the job writes
+//     small files, so yes, until a rate is measured (|measured_rate| > 0, bytes/s): then
+//     small_files_need_own_writeback() decides, and a fast USB disk sends its groups by one syncfs each.
+//  5. A fixed rotational disk: never; one syncfs a group lets the elevator order its writes.
+//  6. Any other fixed disk (NVMe, ATA, virtio): never; a group's one syncfs is faster than a request a file.
+//     A rate measured over small files counts their opens and renames too and runs low, so it is not taken to
+//     say such a disk is slow.
+SmallFileWriteback choose_small_file_writeback(const DeviceInfo &device, double measured_rate = 0);
+
+// Below this rate (bytes/s) the device is slower than a copy writes small files, and each file's writeback is
+// better started at once than left to the group's syncfs.
+inline constexpr double kOwnWritebackBelow = 100e6;
+inline bool small_files_need_own_writeback(double measured_rate) { return measured_rate < kOwnWritebackBelow; }
 
 // Pure: the writeback mode for a filesystem, by statfs magic and mountinfo type.
 WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type);

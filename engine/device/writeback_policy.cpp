@@ -8,6 +8,7 @@
 #include "sys.h"
 
 #include <fcntl.h>
+#include <optional>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -139,18 +140,46 @@ WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
     return WritebackMode::ChunkSync;
 }
 
-SmallFileWriteback choose_small_file_writeback(const DeviceInfo &device)
+namespace {
+
+std::string megabytes(double rate) { return std::to_string(static_cast<long long>(rate / 1e6 + 0.5)) + " MB/s"; }
+
+// Rules 1 to 3 (device_probe.h): what the filesystem and the kernel's limits decide whatever the device's speed.
+std::optional<SmallFileWriteback> settled_by_filesystem(const DeviceInfo &device)
 {
     if (device.writeback != WritebackMode::Windows)
-        return {false, "no writeback windows on this filesystem: its files are synced instead"};
+        return SmallFileWriteback {false, "no writeback windows on this filesystem: its files are synced instead"};
     if (device.group_sync == GroupSync::Inline)
-        return {true, "the filesystem syncs a group on the copy's own thread (FAT, exFAT, NTFS)"};
+        return SmallFileWriteback {true, "the filesystem syncs a group on the copy's own thread (FAT, exFAT, NTFS)"};
+    if (device.bdi_strict_limit && device.bdi_max_ratio < 100)
+        return SmallFileWriteback {true, "the kernel holds this device to " + std::to_string(device.bdi_max_ratio) +
+                                             " % of dirty memory (bdi strict_limit): a group would be throttled"};
+    return std::nullopt;
+}
+
+} // namespace
+
+SmallFileWriteback choose_small_file_writeback(const DeviceInfo &device, double measured_rate)
+{
+    if (auto settled = settled_by_filesystem(device))
+        return *settled;
+    // A rate measured over small files counts their opens and renames too, so it runs low: it may tell a bus's
+    // guess that the device is fast, never a fixed disk that it is slow.
+    const bool guessed_by_bus = device.transport == "usb" || device.transport == "mmc" || device.removable;
+    if (measured_rate > 0 && guessed_by_bus) {
+        if (small_files_need_own_writeback(measured_rate))
+            return {true, "measured " + megabytes(measured_rate) + ": slower than small files are written"};
+        return {false, "measured " + megabytes(measured_rate) + ": a group's one syncfs keeps up"};
+    }
+    const std::string until = "; the rate the copy measures decides from then on";
     if (device.transport == "usb" || device.transport == "mmc")
-        return {true, "a " + device.transport + " device: slower than small files are written"};
+        return {true, "a " + device.transport + " device: slower than small files are written" + until, false};
     if (device.removable)
-        return {true, "the disk says it is removable: slower than small files are written"};
-    const std::string what = device.transport.empty() ? "a fixed disk" : "a fixed " + device.transport + " disk";
-    return {false, what + ": a group's one syncfs sends its data faster than a request a file"};
+        return {true, "the disk says it is removable: slower than small files are written" + until, false};
+    const std::string bus = device.transport.empty() ? "" : " " + device.transport;
+    if (device.rotational)
+        return {false, "a fixed rotational" + bus + " disk: one syncfs a group lets the elevator order its writes"};
+    return {false, "a fixed" + bus + " disk: a group's one syncfs sends its data faster than a request a file"};
 }
 
 std::string DeviceInfo::device_key() const

@@ -27,9 +27,18 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
     route.write_through = dest.mount_flags.sync;
     route.clone_chain = (same_fs || fast_fixed) && !route.write_through;
     route.evict = true;
-    // A small file's own writeback, by what the device is (choose_small_file_writeback, page_cache_policy.h).
-    route.small_file_writeback = choose_small_file_writeback(dest).per_file;
+    // A small file's own writeback, by what the device is (choose_small_file_writeback, device_probe.h).
+    const SmallFileWriteback small = choose_small_file_writeback(dest);
+    route.small_file_writeback = small.per_file;
+    route.small_file_writeback_settled = small.settled;
     return route;
+}
+
+bool CopySession::small_file_writeback() const
+{
+    if (route.small_file_writeback_settled || !meter.measured())
+        return route.small_file_writeback;
+    return small_files_need_own_writeback(meter.rate());
 }
 
 void CopySession::count_durable(uint64_t bytes, ProgressCounters &counters)
@@ -441,8 +450,7 @@ Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &sessio
     source.release_all();
     // On a journaling filesystem no writeback of its own: the group's syncfs sends the whole group at once.
     // Elsewhere it starts now, so the group's sync on the job's thread finds it under way (page_cache_policy.h).
-    if (s && moved > 0 && session.route.small_file_writeback &&
-        sys().sync_file_range(dst, 0, 0, SYNC_FILE_RANGE_WRITE) < 0)
+    if (s && moved > 0 && session.small_file_writeback() && sys().sync_file_range(dst, 0, 0, SYNC_FILE_RANGE_WRITE) < 0)
         return Status::destination(errno, "sync_file_range", path);
     return s;
 }

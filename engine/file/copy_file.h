@@ -28,6 +28,9 @@ struct CopyRoute {
     WritebackMode writeback = WritebackMode::Windows;
     bool evict = true;                 // drop our pages from the cache, source and destination
     bool small_file_writeback = false; // a small file starts its writeback when written
+    // False when that is a guess from the bus: once the session has measured the device, its rate decides
+    // (CopySession::small_file_writeback()).
+    bool small_file_writeback_settled = true;
     // A "sync" mount writes every write through to the device before it returns. sendfile hands the filesystem
     // 64 KiB pieces, each then written and waited for on its own; on FAT in the VM that is as slow as dd, on
     // exFAT 1.09x dd. There bytes go by read/write in buffers of kWriteThroughBuffer, one write each.
@@ -82,6 +85,9 @@ struct CopySession {
 
     // Call whenever bytes became durable: feeds the meter and publishes the rate.
     void count_durable(uint64_t bytes, ProgressCounters &counters);
+    // Whether the next small file starts its own writeback: the route's choice, or, where that was a guess,
+    // what the rate measured so far says (choose_small_file_writeback, device_probe.h).
+    bool small_file_writeback() const;
 };
 
 // Copies |size| bytes from |src| (at offset 0) into |dst| (empty, at offset 0), starting writeback chunk by chunk

@@ -25,8 +25,10 @@
 // the scheduler merges those requests anyway, and the device starts at once instead of waiting for a group
 // (2000 small files onto ext4 on the USB VM's stick: 7.9-8.0 s with it, 8.8-9.2 s without). On FAT, exFAT and
 // NTFS the group is synced on the job's thread (GroupSync::Inline), so there too each file's writeback starts
-// when it is written, or the device would idle while the next group is written. Once a group is durable, each
-// file's clean pages are dropped (drop_written_pages).
+// when it is written, or the device would idle while the next group is written. Which device is which, and why,
+// is choose_small_file_writeback() (device_probe.h); a USB disk the copy measures above 100 MB/s counts as fast,
+// and a strict kernel cap on a device's dirty memory (bdi strict_limit) asks for each file's writeback too.
+// Once a group is durable, each file's clean pages are dropped (drop_written_pages).
 //
 // Read-back (verify.h) drops what it reads as it goes, on both sides, so verifying fills the cache no more than
 // copying did; the copy's own pages were dropped before, so the reads really go to the device.

@@ -131,6 +131,30 @@ TEST_CASE_METHOD(Faulted, "copy file to file: stick route copies identical bytes
     CHECK(fs.dontneed_calls > 0);
 }
 
+TEST_CASE("small files' own writeback: a guess from the bus gives way to the rate the session measures")
+{
+    DeviceInfo stick;
+    stick.writeback = WritebackMode::Windows;
+    stick.group_sync = GroupSync::Background; // ext4 on a USB disk
+    stick.transport = "usb";
+    stick.removable = true;
+    stick.block_device = "sdb1";
+    CopySession fast(choose_route(stick, 0));
+    REQUIRE_FALSE(fast.route.small_file_writeback_settled);
+    CHECK(fast.small_file_writeback()); // nothing measured yet: the bus decides
+    fast.meter.start(0, 0);
+    fast.meter.sample(1.0, 400'000'000); // a USB NVMe enclosure
+    REQUIRE(fast.meter.measured());
+    CHECK_FALSE(fast.small_file_writeback());
+
+    DeviceInfo fat = stick;
+    fat.group_sync = GroupSync::Inline; // FAT decides for good, whatever the rate
+    CopySession settled(choose_route(fat, 0));
+    settled.meter.start(0, 0);
+    settled.meter.sample(1.0, 400'000'000);
+    CHECK(settled.small_file_writeback());
+}
+
 TEST_CASE("copy file to file: on a sync mount bytes go by read/write in big writes, not by sendfile")
 {
     DeviceInfo dev;

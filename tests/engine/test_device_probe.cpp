@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <unistd.h>
 #include <map>
 #include <sys/stat.h>
@@ -486,32 +487,74 @@ TEST_CASE("probe_block_device: a USB card reader that reports removable=0 is rem
 
 TEST_CASE("small files' own writeback: decided by what the device is, and said why", "[device_probe]")
 {
-    DeviceInfo d;
-    d.writeback = WritebackMode::Windows;
-    d.group_sync = GroupSync::Background; // ext4
-    d.transport = "nvme";
-    SmallFileWriteback w = choose_small_file_writeback(d);
-    CHECK_FALSE(w.per_file);
-    CHECK(w.why.find("fixed nvme disk") != std::string::npos);
+    struct Case {
+        const char *what;
+        std::function<void(DeviceInfo &)> make; // from ext4 on a fixed NVMe disk
+        double measured_rate;
+        bool per_file, settled;
+        const char *why_says;
+    };
+    const Case cases[] = {
+        {"ext4 on a fixed NVMe disk", [](DeviceInfo &) {}, 0, false, true, "fixed nvme disk"},
+        {"the same filesystem on a stick", [](DeviceInfo &d) { d.transport = "usb"; }, 0, true, false, "usb device"},
+        {"a disk that says it is removable, on a bus that does not",
+         [](DeviceInfo &d) {
+             d.transport = "scsi";
+             d.removable = true;
+         },
+         0, true, false, "removable"},
+        {"a fixed spinning disk",
+         [](DeviceInfo &d) {
+             d.transport = "ata";
+             d.rotational = true;
+         },
+         0, false, true, "rotational ata"},
+        {"FAT, exFAT, NTFS: even on a fixed disk", [](DeviceInfo &d) { d.group_sync = GroupSync::Inline; }, 0, true,
+         true, "FAT"},
+        {"FUSE, a share", [](DeviceInfo &d) { d.writeback = WritebackMode::ChunkSync; }, 0, false, true, "synced"},
+        {"a strict cap on the device's dirty memory",
+         [](DeviceInfo &d) {
+             d.bdi_max_ratio = 2;
+             d.bdi_strict_limit = true;
+         },
+         0, true, true, "2 % of dirty memory"},
+        {"a cap without strict_limit decides nothing", [](DeviceInfo &d) { d.bdi_max_ratio = 2; }, 0, false, true,
+         "fixed nvme disk"},
+        {"a stick measured fast (a USB NVMe enclosure)", [](DeviceInfo &d) { d.transport = "usb"; }, 400e6, false, true,
+         "measured 400 MB/s"},
+        {"a stick measured slow", [](DeviceInfo &d) { d.transport = "usb"; }, 25e6, true, true, "measured 25 MB/s"},
+        {"a fixed disk measured slow over small files is still a fixed disk", [](DeviceInfo &) {}, 25e6, false, true,
+         "fixed nvme disk"},
+        {"a measured rate does not overrule FAT", [](DeviceInfo &d) { d.group_sync = GroupSync::Inline; }, 900e6, true,
+         true, "FAT"},
+    };
+    for (const Case &c : cases) {
+        INFO(c.what);
+        DeviceInfo d;
+        d.writeback = WritebackMode::Windows;
+        d.group_sync = GroupSync::Background; // ext4
+        d.transport = "nvme";
+        c.make(d);
+        const SmallFileWriteback w = choose_small_file_writeback(d, c.measured_rate);
+        CAPTURE(w.why);
+        CHECK(w.per_file == c.per_file);
+        CHECK(w.settled == c.settled);
+        CHECK(w.why.find(c.why_says) != std::string::npos);
+    }
+}
 
-    d.transport = "usb"; // the same filesystem on a stick
-    w = choose_small_file_writeback(d);
-    CHECK(w.per_file);
-    CHECK(w.why.find("usb device") != std::string::npos);
-
-    d.transport = "scsi";
-    d.removable = true; // a disk that says so, on a bus that does not
-    CHECK(choose_small_file_writeback(d).per_file);
-
-    d.removable = false;
-    d.transport = "nvme";
-    d.group_sync = GroupSync::Inline; // FAT, exFAT, NTFS: even on a fixed disk
-    w = choose_small_file_writeback(d);
-    CHECK(w.per_file);
-    CHECK(w.why.find("FAT") != std::string::npos);
-
-    d.writeback = WritebackMode::ChunkSync; // FUSE, a share
-    CHECK_FALSE(choose_small_file_writeback(d).per_file);
+TEST_CASE("probe_block_device: the kernel's cap on a device's dirty memory is read from its BDI", "[device_probe]")
+{
+    DeviceInfo reader, stick, loop;
+    REQUIRE(probe_block_device(8, 33, kSysfs, reader)); // a udev rule holds the card reader to 2 %, strictly
+    CHECK(reader.bdi_max_ratio == 2);
+    CHECK(reader.bdi_strict_limit);
+    REQUIRE(probe_block_device(8, 17, kSysfs, stick));
+    CHECK(stick.bdi_max_ratio == 100);
+    CHECK_FALSE(stick.bdi_strict_limit);
+    REQUIRE(probe_block_device(7, 3, kSysfs, loop)); // no BDI folder in the fixture: no cap
+    CHECK(loop.bdi_max_ratio == 100);
+    CHECK_FALSE(loop.bdi_strict_limit);
 }
 
 TEST_CASE("probe_block_device: anonymous devices (0:NN) have no sysfs entry", "[device_probe]")
