@@ -210,9 +210,9 @@ void add_copy_options(CLI::App &app, Options &o)
     sk->excludes(rn);
     app.add_flag("--move", o.move,
                  "Move: each source file is removed once its copy is on the device (and verified, with --verify), "
-                 "each source folder once it is empty; on the same filesystem, one rename (with --manifest, a "
-                 "copy and a removal instead: the sums need the bytes read). Never leaves a file without a complete "
-                 "copy; a source that was not copied stays where it is");
+                 "each source folder once it is empty; on the same filesystem, one rename (with --manifest, the "
+                 "sums are then read from the renamed files). Never leaves a file without a complete copy; a "
+                 "source that was not copied stays where it is");
     app.add_flag("--verify", o.verify,
                  "Read every file back from the device once it is there, and compare XXH3 hashes with the source");
     o.manifest_opt = app.add_flag("--manifest{}", o.manifest,

@@ -243,10 +243,6 @@ Status write_job_manifest(const std::string &manifest_path,
     return write_manifest(path, entries);
 }
 
-namespace {
-
-// SHA-256 of a file as its device holds it: whatever of it is cached is written out and dropped first, so the
-// reads go to the device, and what they bring in is dropped behind them.
 Status hash_from_device(int fd, const std::string &display, const JobControl &control, Sha256Digest &digest)
 {
     sys().fdatasync(fd); // a cached page that is still dirty is not dropped: write it out first
@@ -270,6 +266,8 @@ Status hash_from_device(int fd, const std::string &display, const JobControl &co
     digest = hash.finish();
     return {};
 }
+
+namespace {
 
 CheckedFile check_one(int dirfd, const std::string &dir, const ManifestEntry &e, const JobControl &control,
                       Status &stop)

@@ -81,6 +81,11 @@ std::string default_manifest_path(const std::string &destination);
 Status write_job_manifest(const std::string &manifest_path,
                           const std::vector<std::pair<std::string, Sha256Digest>> &files);
 
+// SHA-256 of the file open at |fd| as its device holds it: whatever of it is cached is written out and dropped
+// first, so the reads go to the device, and what they bring in is dropped behind them. ECANCELED when |control|
+// is cancelled.
+Status hash_from_device(int fd, const std::string &display, const JobControl &control, Sha256Digest &digest);
+
 struct CheckedFile {
     enum class Result { Ok, Mismatch, Missing, Unreadable };
     std::string name; // as the manifest names it

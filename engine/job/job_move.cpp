@@ -2,6 +2,8 @@
 // Safe Move: one rename on the same filesystem, or each source removed once its copy is durable.
 #include "job_runner.h"
 
+#include "fd.h"
+#include "manifest.h"
 #include "sys.h"
 
 #include <fcntl.h>
@@ -12,12 +14,13 @@ namespace sanecopy {
 namespace job_detail {
 
 // On the destination's own filesystem, an item whose target name is free moves by one rename, which is atomic:
-// there is never a moment without a complete copy. False: it is copied and removed instead (another filesystem,
-// a taken name, a manifest that needs the bytes read).
+// there is never a moment without a complete copy. A manifest's sums are then read from the renamed files.
+// False: it is copied and removed instead (another filesystem, a taken name, digests wanted with each file's
+// event).
 bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root)
 {
     const CopyItem &item = plan.item;
-    if (hashes() || !syncs() ||
+    if (spec_.hash_sources || !syncs() ||
         sys().renameat2(src_root->get(), item.source_name.c_str(), dst_root->get(),
                         target_rel(item.target_name).c_str(), RENAME_NOREPLACE) < 0)
         return false;
@@ -33,11 +36,32 @@ bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root
         files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
     }
     count_unmoved(bytes);
+    if (spec_.manifest)
+        hash_renamed(plan);
     counters_.files_done.fetch_add(files > 0 ? files - 1 : 0);
     summary_.files_copied += files > 0 ? files - 1 : 0; // report_done counts the last one
     report_done(item.source, item.target_dir + "/" + target_rel(item.target_name), bytes,
                 "moved by renaming it on the same filesystem");
     return true;
+}
+
+// The manifest's sums of an item moved by renaming, read from the renamed files: the same bytes, never copied.
+void JobRunner::hash_renamed(const ItemPlan &plan)
+{
+    const std::string root = plan.item.target_dir + "/" + target_rel(plan.item.target_name);
+    for (const PlanEntry &e : plan.entries) {
+        if (e.kind != EntryKind::File || e.left_out != LeftOut::None)
+            continue;
+        const std::string path = e.rel.empty() ? root : root + "/" + e.rel;
+        UniqueFd fd(sys().openat(AT_FDCWD, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0));
+        Sha256Digest digest {};
+        Status s = fd ? hash_from_device(fd.get(), path, control_, digest) : Status::destination(errno, "open", path);
+        if (!s) {
+            report_error(std::move(s).with_detail("was moved, but its sum for the manifest could not be read"), path);
+            continue;
+        }
+        hashed_.emplace_back(path, digest);
+    }
 }
 
 // The source of a moved file, once its copy is durable under its real name.

@@ -158,6 +158,7 @@ private:
 
     // Safe Move.
     bool move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root);
+    void hash_renamed(const ItemPlan &plan);
     void remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source);
     void remove_moved_dirs(ItemWalk &walk);
     bool already_there(const FileTask &task, const ExistingTarget &existing, const std::string &name);

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
 #include <map>
@@ -508,6 +509,28 @@ TEST_CASE_METHOD(Faulted, "move: on the same filesystem, one rename")
     CHECK(exists(t / "out/tree/f4"));
     CHECK(fs.moved.load() == 0); // not a byte went through a copy
     CHECK(run.counters->durable_bytes.load() == run.counters->total_bytes.load());
+}
+
+TEST_CASE_METHOD(Faulted,
+                 "move with a manifest: on the same filesystem still one rename, the sums read from the moved files")
+{
+    make_small_tree(t / "tree", 4);
+    mkdir_p(t / "tree/sub");
+    write_pattern_file(t / "tree/sub/big", 2 * MiB, 9);
+    mkdir_p(t / "out");
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.move = true;
+    spec.manifest = true;
+    JobRun run = run_job(spec);
+    REQUIRE(run.summary.complete());
+    CHECK_FALSE(exists(t / "tree"));
+    CHECK(run.summary.manifest_files == 5);
+    const std::string manifest = read_file(t / "out/SHA256SUMS");
+    CHECK(fs.moved.load() == manifest.size()); // the files renamed, not copied: only the manifest was written
+    CHECK(std::count(manifest.begin(), manifest.end(), '\n') == 5);
+    CHECK(manifest.find("tree/sub/big\n") != std::string::npos);
+    // coreutils' own check of every sum against the moved files
+    CHECK(std::system(("cd '" + t / "out" + "' && sha256sum --quiet -c SHA256SUMS").c_str()) == 0);
 }
 
 TEST_CASE("move: sources go once their copies are published, and what failed stays with its folder")
