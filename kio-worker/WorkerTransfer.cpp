@@ -17,6 +17,7 @@
 #include "sys.h"
 
 #include <KIO/Global>
+#include <KLocalizedString>
 
 #include <QMimeDatabase>
 
@@ -108,7 +109,8 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
         return *pathTarget.error;
     const QByteArray &path = pathTarget.path;
     const sanecopy::StreamOptions options = streamOptions(path, permissions, flags);
-    qCDebug(SANECOPY_KIO) << "put" << displayPath(path) << "through a stream writer";
+    qCDebug(SANECOPY_KIO) << "put" << displayPath(path) << "through a stream writer, announced"
+                          << options.expected_size.value_or(0) << "bytes";
     sanecopy::ProgressCounters counters;
     // One writer per device, across processes too (see EngineJob.cpp).
     sanecopy::JobSpec lane;
@@ -120,7 +122,17 @@ KIO::WorkerResult SaneCopyWorker::put(const QUrl &url, int permissions, KIO::Job
         return failedToCreate(created.status(), path);
     sanecopy::StreamWriter &writer = created.value();
     ExitCleanup onExit([&writer] { writer.abort(); });
-    if (KIO::WorkerResult fed = feed(writer, counters, path); !fed.success()) {
+    KIO::WorkerResult fed = feed(writer, counters, path);
+    if (const uint64_t announced = options.expected_size.value_or(0);
+        fed.success() && writer.bytes_written() < announced) {
+        // The sender announced more than it sent: a connection that broke off, whatever the sender's worker said.
+        // Never published under the real name: kept for a resume like any stream cut short.
+        fed = KIO::WorkerResult::fail(KIO::ERR_WORKER_DEFINED,
+                                      i18n("%1 was not finished: its source ended after %2 of the %3 bytes it "
+                                           "announced. Copy it again to go on from there.",
+                                           displayPath(path), writer.bytes_written(), announced));
+    }
+    if (!fed.success()) {
         // Cancelled, or the sender's source failed: what is on the device stays for the next put() of this file
         // to go on from (canResume() below). After a device error the writer can't vouch for it and removes it.
         if (sanecopy::Status kept = writer.keep_for_resume())

@@ -7,6 +7,7 @@
 #include "fd.h"
 #include "sys.h"
 
+#include <cmath>
 #include <fcntl.h>
 #include <optional>
 #include <sys/stat.h>
@@ -142,7 +143,7 @@ WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
 
 namespace {
 
-std::string megabytes(double rate) { return std::to_string(static_cast<long long>(rate / 1e6 + 0.5)) + " MB/s"; }
+std::string megabytes(double rate) { return std::to_string(std::llround(rate / 1e6)) + " MB/s"; }
 
 // Rules 1 to 3 (device_probe.h): what the filesystem and the kernel's limits decide whatever the device's speed.
 std::optional<SmallFileWriteback> settled_by_filesystem(const DeviceInfo &device)
