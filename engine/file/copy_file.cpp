@@ -436,12 +436,12 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
 }
 
 Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &session, ProgressCounters &counters,
-                            const std::string &path, FileCopyResult &result)
+                            const std::string &path, FileCopyResult &result, std::optional<SourceResidency> residency)
 {
     result = {};
     if (size == 0)
         return {};
-    SourceCache source(src, size, session.route.evict);
+    SourceCache source(src, size, residency ? std::move(*residency) : source_residency(src, size, session.route.evict));
     Mover mover(src, dst, session, path);
     uint64_t moved = 0;
     Status s = mover.move(0, size, moved);

@@ -8,10 +8,12 @@
 #include "device_probe.h"
 #include "job_control.h"
 #include "manifest.h"
+#include "page_cache_policy.h"
 #include "result.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -111,8 +113,9 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
                       uint64_t start = 0);
 
 // For small files, batched by the caller: moves all bytes and starts their writeback without waiting. Their
-// durability comes from the batch's one sync.
+// durability comes from the batch's one sync. |residency|: the source's, taken before it was read ahead.
 Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &session, ProgressCounters &counters,
-                            const std::string &display_path, FileCopyResult &result);
+                            const std::string &display_path, FileCopyResult &result,
+                            std::optional<SourceResidency> residency = std::nullopt);
 
 } // namespace sanecopy

@@ -7,6 +7,7 @@
 #include "sys.h"
 #include "sysmon.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,7 +30,47 @@ void drop_read_pages(int fd, uint64_t off, uint64_t len)
     sys().fadvise(fd, off_t(from), off_t(off + len - from), POSIX_FADV_DONTNEED);
 }
 
-SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(size), evict_(evict)
+SourceResidency source_residency(int fd, uint64_t size, bool evict)
+{
+    SourceResidency r;
+    r.evict = evict && size > 0;
+    if (!r.evict)
+        return r;
+    // The kernel tells a file's residency only to its owner (or to who may write it, or to root): to anyone
+    // else mincore says every page is cached, and newer kernels refuse cachestat. Believed, that would keep
+    // every page of a file the user only reads (another user's, root's, on a read-only mount) in the cache.
+    // There the copy can't tell whose pages are whose and drops what it read, as for an uncached file.
+    struct stat st {};
+    const uid_t euid = sys().geteuid();
+    if (sys().fstat(fd, &st) == 0 && euid != 0 && st.st_uid != euid)
+        return r;
+    // Most sources are not cached at all, and then one cachestat says so: every page will be ours to drop.
+    // Otherwise (or before Linux 6.5) mincore tells page by page.
+    if (auto cs = cachestat(fd); cs && cs->cached == 0)
+        return r;
+    void *map = sys().mmap(size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        r.evict = false; // can't tell whose pages are whose, so evict none
+        return r;
+    }
+    std::vector<unsigned char> vec((size + page_size() - 1) / page_size());
+    const bool ok = sys().mincore(map, size, vec.data()) == 0;
+    sys().munmap(map, size);
+    if (!ok) {
+        r.evict = false;
+        return r;
+    }
+    if (std::any_of(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; }))
+        r.resident = std::move(vec);
+    // resident stays empty when nothing was cached: then every page is ours to drop.
+    return r;
+}
+
+SourceCache::SourceCache(int fd, uint64_t size, bool evict) : SourceCache(fd, size, source_residency(fd, size, evict))
+{}
+
+SourceCache::SourceCache(int fd, uint64_t size, SourceResidency residency)
+    : fd_(fd), size_(size), evict_(residency.evict), resident_(std::move(residency.resident))
 {
     if (size_ == 0)
         return;
@@ -38,39 +79,6 @@ SourceCache::SourceCache(int fd, uint64_t size, bool evict) : fd_(fd), size_(siz
     constexpr uint64_t kDefaultReadahead = 128 * kKiB;
     if (size_ > kDefaultReadahead)
         sys().fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-    if (!evict_)
-        return;
-    // The kernel tells a file's residency only to its owner (or to who may write it, or to root): to anyone
-    // else mincore says every page is cached, and newer kernels refuse cachestat. Believed, that would keep
-    // every page of a file the user only reads (another user's, root's, on a read-only mount) in the cache.
-    // There the copy can't tell whose pages are whose and drops what it read, as for an uncached file.
-    struct stat st {};
-    const uid_t euid = sys().geteuid();
-    if (sys().fstat(fd_, &st) == 0 && euid != 0 && st.st_uid != euid)
-        return;
-    // Most sources are not cached at all, and then one cachestat says so: every page will be ours to drop.
-    // Otherwise (or before Linux 6.5) mincore tells page by page.
-    if (auto cs = cachestat(fd_); cs && cs->cached == 0)
-        return;
-    void *map = sys().mmap(size_, PROT_READ, MAP_SHARED, fd_, 0);
-    if (map == MAP_FAILED) {
-        evict_ = false; // can't tell whose pages are whose, so evict none
-        return;
-    }
-    std::vector<unsigned char> vec((size_ + page_size() - 1) / page_size());
-    const bool ok = sys().mincore(map, size_, vec.data()) == 0;
-    sys().munmap(map, size_);
-    if (!ok) {
-        evict_ = false;
-        return;
-    }
-    for (unsigned char v : vec) {
-        if (v & 1) {
-            resident_ = std::move(vec);
-            break;
-        }
-    }
-    // resident_ stays empty when nothing was cached: then every page is ours to drop.
 }
 
 void SourceCache::release_until(uint64_t end)

@@ -61,10 +61,21 @@ void drop_written_pages(int fd);
 // Drops the pages of [off, off + len) of a file just read (a read-back, or the source during verify).
 void drop_read_pages(int fd, uint64_t off, uint64_t len);
 
+// Which pages of a source were cached before the copy read it, so that only the copy's own are dropped: one byte
+// per page from mincore in |resident|, empty when none was. |evict| false: none of them may be dropped (the
+// kernel would not say which were whose). Taken before anything reads the file (a read-ahead included).
+struct SourceResidency {
+    bool evict = true;
+    std::vector<unsigned char> resident;
+};
+SourceResidency source_residency(int fd, uint64_t size, bool evict);
+
 class SourceCache {
 public:
     // Takes the residency snapshot and sets SEQUENTIAL. Never fails: a source we can't advise is still copied.
     SourceCache(int fd, uint64_t size, bool evict);
+    // With a snapshot taken earlier (a source read ahead of the copy: SourcePrefetch).
+    SourceCache(int fd, uint64_t size, SourceResidency residency);
     // Drops the pages of [0, end) that were not cached before, from where the last call stopped.
     void release_until(uint64_t end);
     // Drops our pages of the whole file, readahead beyond the last chunk included.

@@ -41,8 +41,16 @@ void JobRunner::copy_file_with_retries(FileTask &task)
     }
 }
 
-Status JobRunner::open_source(const FileTask &task, UniqueFd &in, struct stat &st)
+Status JobRunner::open_source(FileTask &task, UniqueFd &in, struct stat &st)
 {
+    task.residency.reset();
+    if (task.prefetched) {
+        in = std::move(task.prefetched->fd);
+        st = task.prefetched->st;
+        task.residency = std::move(task.prefetched->residency);
+        task.prefetched.reset();
+        return {};
+    }
     // O_NONBLOCK: if the file was swapped for a FIFO since the walk, opening it must not wait for a writer.
     in.reset(sys().openat(task.src_dir->get(), task.src_name.c_str(),
                           O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0));
@@ -85,7 +93,8 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
     FileCopyResult copied;
     SourceHash hash;
     session_.hash = hashes() ? &hash : nullptr;
-    Status s = copy_small_file_data(in.get(), part->fd(), size, session_, counters_, part->display_path(), copied);
+    Status s = copy_small_file_data(in.get(), part->fd(), size, session_, counters_, part->display_path(), copied,
+                                    std::move(task.residency));
     session_.hash = nullptr;
     bytes.written = copied.copied;
     std::optional<Sha256Digest> digest;

@@ -7,6 +7,7 @@
 //   job_conflicts.cpp a name that is taken, and what an interrupted run left under it
 //   job_move.cpp      Safe Move: a rename on one filesystem, or the source removed once its copy is durable
 //   job_report.cpp    events and counters: what the job tells its caller
+//   source_prefetch.cpp small sources opened and read ahead of the copy
 //   job_support.cpp   the path and folder helpers below
 #pragma once
 
@@ -16,7 +17,9 @@
 #include "device_probe.h"
 #include "fd.h"
 #include "small_batch.h"
+#include "units.h"
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -93,6 +96,34 @@ struct FinishedDir {
 constexpr std::size_t kFlushClosers = 64;
 
 // One item's walk: its two folder caches and what it learnt on the way.
+// Small sources opened and read ahead of the copy: a tiny file's read is otherwise a wait on the source disk
+// between two writes to the device, and a tree of them is copied at the source's seek rate instead of in
+// parallel with it. Ahead of the file being copied, the next small files of the plan (up to kFiles and
+// kBytes) are opened, what of them was cached is noted (source_residency, so only the copy's own pages are
+// dropped after it), and the kernel is asked to read them (WILLNEED), which it does while the job writes.
+class SourcePrefetch {
+public:
+    struct Source {
+        std::size_t index = 0; // in the item's plan
+        UniqueFd fd;
+        struct stat st {};
+        SourceResidency residency;
+    };
+    static constexpr std::size_t kFiles = 64;
+    static constexpr uint64_t kBytes = 16 * kMiB;
+
+    // Reads ahead of the plan's entry |current|: small regular files (at most |small_limit| bytes) opened in
+    // |dirs| (a cache of the source's folders of its own, so the copy's stays on its path).
+    void fill(const ItemPlan &plan, std::size_t current, DirCache &dirs, uint64_t small_limit, bool evict);
+    // The source of the plan's entry |index| when it was read ahead; those before it the copy passed over go.
+    std::optional<Source> take(std::size_t index);
+
+private:
+    std::deque<Source> ahead_;
+    std::size_t next_ = 0; // the next plan entry to look at
+    uint64_t bytes_ = 0;   // in |ahead_|
+};
+
 struct ItemWalk {
     const ItemPlan &plan;
     DirCache src;
@@ -100,6 +131,8 @@ struct ItemWalk {
     std::vector<FinishedDir> dirs;         // created here, their attributes set once they are full
     std::optional<std::string> failed_dir; // could not be created: what it holds is passed over
     std::vector<std::string> moved_dirs;   // a move's source folders (below the source's folder), pre-order
+    DirCache prefetch_dirs;                // the source's folders, for |prefetch|
+    SourcePrefetch prefetch;
 };
 
 // One regular file on its way from its source folder to its target folder.
@@ -114,6 +147,9 @@ struct FileTask {
     bool target_free = false; // in a folder this job created, under a name it has not used: nothing is there
     ConflictPolicy policy = ConflictPolicy::Refuse;
     std::string note; // for its done event
+    // Opened and read ahead (SourcePrefetch); taken by the first attempt, a retry opens the file again.
+    std::optional<SourcePrefetch::Source> prefetched;
+    std::optional<SourceResidency> residency; // of the prefetched source the attempt took
 };
 
 // What one attempt at a file put into the progress counters, so a failed attempt can take it back.
@@ -175,7 +211,7 @@ private:
     bool decide_conflict(FileTask &task, const ExistingTarget &existing);
     void copy_file_with_retries(FileTask &task);
     Status copy_file(FileTask &task, AttemptBytes &bytes);
-    Status open_source(const FileTask &task, UniqueFd &in, struct stat &st);
+    Status open_source(FileTask &task, UniqueFd &in, struct stat &st);
     Status copy_small(FileTask &task, UniqueFd in, uint64_t size, AttemptBytes &bytes);
     Status copy_big(FileTask &task, const UniqueFd &in, const struct stat &st, AttemptBytes &bytes);
     Status fill_part(const FileTask &task, int in, uint64_t size, PartFile &part, uint64_t start,

@@ -146,6 +146,8 @@ void JobRunner::run_item(const ItemPlan &plan)
                    DirCache(dst_root, item.target_dir, Side::Destination),
                    {},
                    {},
+                   {},
+                   DirCache(src_root, item.source_dir, Side::Source),
                    {}};
     walk_item(walk);
 }
@@ -168,13 +170,17 @@ bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDi
 
 void JobRunner::walk_item(ItemWalk &walk)
 {
-    for (const PlanEntry &entry : walk.plan.entries) {
+    const std::vector<PlanEntry> &entries = walk.plan.entries;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
         wait_if_paused();
         if (stopping())
             break;
-        if (walk.failed_dir && below(entry.rel, *walk.failed_dir))
+        // Small files go into the batch only where it syncs (syncs()): only those are read ahead.
+        if (syncs())
+            walk.prefetch.fill(walk.plan, i, walk.prefetch_dirs, spec_.small_file_limit, session_.route.evict);
+        if (walk.failed_dir && below(entries[i].rel, *walk.failed_dir))
             continue;
-        copy_entry(walk, entry);
+        copy_entry(walk, entries[i]);
     }
     if (stopping())
         return;
@@ -226,6 +232,7 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
     case EntryKind::Symlink:
         return copy_symlink(task);
     case EntryKind::File:
+        task.prefetched = walk.prefetch.take(std::size_t(&entry - walk.plan.entries.data()));
         return copy_file_with_retries(task);
     }
 }

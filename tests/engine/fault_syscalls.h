@@ -35,7 +35,7 @@ struct FaultSyscalls : Syscalls {
     // What happened.
     std::atomic<int> ficlone_calls {0}, copy_file_range_calls {0}, sendfile_calls {0}, pwrite_calls {0};
     std::atomic<int> fdatasync_calls {0}, fsync_calls {0}, syncfs_calls {0}, sync_file_range_calls {0};
-    std::atomic<int> sync_file_range_waits {0}, dontneed_calls {0}, eintr_injected {0};
+    std::atomic<int> sync_file_range_waits {0}, dontneed_calls {0}, willneed_calls {0}, eintr_injected {0};
     std::atomic<uint64_t> moved {0};
     std::atomic<int> data_calls {0};
     std::atomic<int> in_data_call {0}, max_concurrent_data_calls {0};
@@ -168,6 +168,8 @@ struct FaultSyscalls : Syscalls {
     {
         if (advice == POSIX_FADV_DONTNEED)
             ++dontneed_calls;
+        if (advice == POSIX_FADV_WILLNEED)
+            ++willneed_calls;
         return Syscalls::raw_fadvise(fd, off, len, advice);
     }
 };

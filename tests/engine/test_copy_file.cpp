@@ -71,29 +71,6 @@ bool copies_onto_stick(const TempDir &t, uint64_t size)
     return copy_with(stick_route(), t / "src", t / "dst", size, result, counters).ok();
 }
 
-double residency(const std::string &path)
-{
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    const uint64_t size = file_size(path);
-    void *map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
-    REQUIRE(map != MAP_FAILED);
-    const long ps = ::sysconf(_SC_PAGESIZE);
-    std::vector<unsigned char> vec((size + ps - 1) / ps);
-    REQUIRE(::mincore(map, size, vec.data()) == 0);
-    ::munmap(map, size);
-    size_t in = 0;
-    for (auto v : vec)
-        in += v & 1;
-    return double(in) / double(vec.size());
-}
-
-void evict(const std::string &path)
-{
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    ::fdatasync(fd.get());
-    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-}
-
 // How much of a 16 MiB source and its copy the page cache holds after the copy onto a stick, the source
 // cached or not before it; `seen_as` is the seam the copy runs under, if any.
 struct CacheAfterCopy {

@@ -2,6 +2,8 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -132,6 +134,36 @@ std::string list_tree(const std::string &root)
     for (auto &l : lines)
         out += l + "\n";
     return out;
+}
+
+double residency(const std::string &path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw std::runtime_error("cannot open " + path);
+    const uint64_t size = file_size(path);
+    void *map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED)
+        throw std::runtime_error("cannot map " + path);
+    const long ps = ::sysconf(_SC_PAGESIZE);
+    std::vector<unsigned char> vec((size + ps - 1) / ps);
+    const int rc = ::mincore(map, size, vec.data());
+    ::munmap(map, size);
+    if (rc != 0)
+        throw std::runtime_error("mincore failed on " + path);
+    const auto in = std::count_if(vec.begin(), vec.end(), [](unsigned char v) { return (v & 1) != 0; });
+    return double(in) / double(vec.size());
+}
+
+void evict(const std::string &path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
 }
 
 } // namespace sanecopy::test

@@ -33,5 +33,8 @@ bool exists(const std::string &path); // lstat succeeds
 bool same_bytes(const std::string &a, const std::string &b);
 std::string list_tree(const std::string &root); // sorted "rel\ttype" lines, for comparisons
 uint64_t file_size(const std::string &path);
+// The share of |path|'s pages in the page cache (mincore), and dropping them (after writing them out).
+double residency(const std::string &path);
+void evict(const std::string &path);
 
 } // namespace sanecopy::test
