@@ -73,15 +73,24 @@ bool JobRunner::decide_conflict(FileTask &task, const ExistingTarget &existing)
     if (existing.exists && spec_.ask_conflict)
         answer = spec_.ask_conflict(
             {task.source, target, task.entry.size, existing.size, existing.is_dir, task.entry.mtime, existing.mtime});
-    const ConflictDecision d = resolve_conflict(existing, spec_.conflict, answer, target);
+    ConflictDecision d = resolve_conflict(existing, spec_.conflict, answer, target);
+    // What is in the way is this job's own copy of a name the filesystem can't tell from this one: say so.
+    const std::string same_file =
+        task.case_twin.empty() ? std::string()
+                               : task.dst_name + " and " + task.case_twin +
+                                     " would be the same file here: this filesystem does not tell names apart by case";
     switch (d.outcome) {
     case ConflictDecision::Outcome::Proceed:
         task.policy = d.policy;
         return true;
     case ConflictDecision::Outcome::Skip:
-        report_skip(task.source, "already exists at the destination", LeftOut::Exists);
+        report_skip(task.source, same_file.empty() ? "already exists at the destination" : same_file, LeftOut::Exists);
         return false;
     case ConflictDecision::Outcome::Fail:
+        if (!same_file.empty() && d.error.err() == EEXIST)
+            d.error = Status::destination(EEXIST, "exists", target)
+                          .with_detail(same_file + "; not overwritten (use --overwrite, --rename-existing or "
+                                                   "--skip-existing)");
         report_error(d.error, task.source);
         return false;
     case ConflictDecision::Outcome::Cancel:

@@ -111,9 +111,11 @@ std::string JobRunner::rename_note(const std::string &rel) const
     return why.empty() ? std::string() : "renamed to \"" + safe_name(name, device_.limits) + "\": the name " + why;
 }
 
-bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel)
+bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin)
 {
-    const bool inserted = fresh_names_.insert(fold_case(dst_rel, folds_case())).second;
+    const auto [it, inserted] = fresh_names_.emplace(fold_case(dst_rel, folds_case()), dst_rel);
+    if (!inserted && it->second != dst_rel)
+        case_twin = split_rel(it->second).second;
     return inserted && fresh_dirs_.count(dst_parent_rel) > 0;
 }
 

@@ -147,6 +147,9 @@ struct FileTask {
     bool target_free = false; // in a folder this job created, under a name it has not used: nothing is there
     ConflictPolicy policy = ConflictPolicy::Refuse;
     std::string note; // for its done event
+    // A name this job copied into the same folder that the filesystem can't tell from this one (FAT, exFAT and
+    // NTFS ignore case): "Makefile" for "makefile". Empty when there is none.
+    std::string case_twin;
     // Opened and read ahead (SourcePrefetch); taken by the first attempt, a retry opens the file again.
     std::optional<SourcePrefetch::Source> prefetched;
     std::optional<SourceResidency> residency; // of the prefetched source the attempt took
@@ -235,7 +238,7 @@ private:
     // For the done event: why the name changed, if it did.
     std::string rename_note(const std::string &rel) const;
     // Remembers a name this job made in a folder it created; says whether it was free.
-    bool claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel);
+    bool claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin);
 
     const JobSpec &spec_;
     const JobControl &control_;
@@ -256,7 +259,7 @@ private:
     // Folders this job created (empty when it did), and the names it made in them, case-folded where the
     // filesystem ignores case: a file there needs no look at its target name.
     std::set<std::string> fresh_dirs_;
-    std::set<std::string> fresh_names_;
+    std::map<std::string, std::string> fresh_names_;           // folded as the filesystem folds it -> as copied
     std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
 };
 
