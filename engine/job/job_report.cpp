@@ -113,9 +113,17 @@ std::string JobRunner::rename_note(const std::string &rel) const
 
 bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin)
 {
-    const auto [it, inserted] = fresh_names_.emplace(fold_case(dst_rel, folds_case()), dst_rel);
-    if (!inserted && it->second != dst_rel)
-        case_twin = split_rel(it->second).second;
+    std::string folded = fold_case(dst_rel, folds_case());
+    const bool inserted = fresh_names_.insert(folded).second;
+    if (!inserted) {
+        // Taken by this job: under another case it is a twin, the one in |cased_names_| or else the folded one.
+        const auto cased = cased_names_.find(folded);
+        const std::string &taken = cased != cased_names_.end() ? cased->second : folded;
+        if (taken != dst_rel)
+            case_twin = split_rel(taken).second;
+    } else if (folded != dst_rel) {
+        cased_names_.emplace(std::move(folded), dst_rel);
+    }
     return inserted && fresh_dirs_.count(dst_parent_rel) > 0;
 }
 

@@ -259,7 +259,9 @@ private:
     // Folders this job created (empty when it did), and the names it made in them, case-folded where the
     // filesystem ignores case: a file there needs no look at its target name.
     std::set<std::string> fresh_dirs_;
-    std::map<std::string, std::string> fresh_names_;           // folded as the filesystem folds it -> as copied
+    std::set<std::string> fresh_names_; // as the filesystem folds them (FAT, exFAT, NTFS: case)
+    // Of those, the ones the fold changed -> as copied, to name a case twin; empty where nothing is folded.
+    std::map<std::string, std::string> cased_names_;
     std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
 };
 
