@@ -22,14 +22,22 @@ int main(int argc, char **argv)
     if (cmd.help) {
         std::printf("Usage: sanecopy [--move] [--to DEST] [FILE...]\n"
                     "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
+                    "\n"
+                    "Options:\n"
                     "  --to DEST   start copying FILEs into DEST at once\n"
                     "  --move      move instead: each source goes once its copy is on the device\n"
+                    "  --version   print the version and exit\n"
+                    "\n"
                     "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n"
                     "A window already running takes the FILEs instead (this one then exits 0).\n"
                     "Copies a crash, a kill or a logout left unfinished are offered at the next start: resume\n"
                     "(what is on the device stays; files with the source's size and time count as copied),\n"
                     "discard (their part files are removed), or later. They are kept in\n"
                     "$XDG_STATE_HOME/sanecopy/jobs.\n");
+        return 0;
+    }
+    if (cmd.version) {
+        std::printf("sanecopy %s\n", SANECOPY_VERSION);
         return 0;
     }
     if (!cmd.error.isEmpty()) {

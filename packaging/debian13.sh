@@ -51,9 +51,11 @@ packages=(
     # The house's checks (packaging/lint.py): clang-tidy, clazy and clang-format, and a venv for lizard, which
     # Debian lacks.
     clang-tidy clazy clang-format python3-venv
+    # The man pages, made from each program's --help, and man to render them in their test.
+    help2man man-db
 )
-# What the clean root gets beside the .deb: the client that drives the installed worker.
-deb_test_packages=(kde-cli-tools)
+# What the clean root gets beside the .deb: the client that drives the installed worker, and man for its pages.
+deb_test_packages=(kde-cli-tools man-db)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
 # filesystems' tools, and what the scenarios run.
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
@@ -284,6 +286,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 find /usr -path '*/kf6/kio/kio_sanecopy.so' | grep -q . || fail "no kf6/kio/kio_sanecopy.so installed"
 ls /usr/share/kio/servicemenus/sanecopy-*.desktop >/dev/null || fail "no service menus installed"
 sanecp --version >/dev/null || fail "sanecp does not run"
+for page in sanecp sanecopy; do
+    LC_ALL=C man -P cat "$page" 2>/dev/null | grep -q -- "--version" || fail "man $page does not show the installed page"
+done
 mkdir -p /tmp/src "/tmp/dest dir"
 head -c 3M /dev/urandom >"/tmp/src/file one.bin"
 export QT_QPA_PLATFORM=offscreen XDG_RUNTIME_DIR=/tmp/runtime
@@ -292,7 +297,7 @@ mkdir -p -m 700 /tmp/runtime
 kioclient --noninteractive copy "file:///tmp/src/file%20one.bin" "sanecopy:///tmp/dest%20dir/file%20one.bin" ||
     fail "kioclient copy through sanecopy:/ exited $?"
 cmp "/tmp/src/file one.bin" "/tmp/dest dir/file one.bin" || fail "the copy differs"
-echo "PASS: the .deb installs with apt in a clean Debian 13 root; kioclient copies through the installed worker"
+echo "PASS: the .deb installs with apt in a clean Debian 13 root; man shows its pages; kioclient copies through the installed worker"
 SH
     fi
     leave

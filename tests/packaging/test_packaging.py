@@ -103,6 +103,10 @@ def case_installed_files(args):
         if args.gui:
             sanecopy = staged(f"{args.bindir}/sanecopy")
             c.check(os.path.isfile(sanecopy), "installed " + os.path.relpath(sanecopy, destdir))
+        if args.man:
+            for program in ("sanecp", "sanecopy") if args.gui else ("sanecp",):
+                page = staged(f"{args.mandir}/man1/{program}.1.gz")
+                c.check(os.path.isfile(page), "installed " + os.path.relpath(page, destdir))
         if c.failures:
             c.exit()
         # gdk-pixbuf (GTK, AppStream's compose in flatpak-builder, software centres) knows an SVG by "<svg" in the
@@ -242,6 +246,10 @@ def case_deb_package(args):
         has(r"/bin/sanecp$", "bin/sanecp")
         if args.gui:
             has(r"/bin/sanecopy$", "bin/sanecopy")
+        if args.man:
+            has(r"/share/man/man1/sanecp\.1\.gz$", "sanecp's man page")
+            if args.gui:
+                has(r"/share/man/man1/sanecopy\.1\.gz$", "sanecopy's man page")
         has(rf"/share/applications/{re.escape(APP_ID)}\.desktop$", "the desktop file")
         has(rf"/share/metainfo/{re.escape(APP_ID)}\.metainfo\.xml$", "the metainfo")
         has(rf"/share/icons/hicolor/scalable/apps/{re.escape(APP_ID)}\.svg$", "the app icon")
@@ -265,6 +273,8 @@ def main():
     p.add_argument("--bindir", help="CMAKE_INSTALL_FULL_BINDIR")
     p.add_argument("--gui", type=int, default=1, help="1 when the GUI is built")
     p.add_argument("--with-worker", type=int, default=0, help="1 when the KIO worker is built")
+    p.add_argument("--mandir", help="CMAKE_INSTALL_FULL_MANDIR")
+    p.add_argument("--man", type=int, default=0, help="1 when the man pages are built")
     p.add_argument("case", choices=["installed_files", "flatpak_manifest", "deb_package"])
     args = p.parse_args()
     {"installed_files": case_installed_files, "flatpak_manifest": case_flatpak_manifest,

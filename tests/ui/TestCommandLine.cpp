@@ -67,6 +67,18 @@ private Q_SLOTS:
         QCOMPARE(file.files, PathList {QByteArray("/home/me/--move")});
     }
 
+    void versionAndHelpAreOptions()
+    {
+        const CommandLine version = parseCommandLine({"--version"}, "/home/me");
+        QVERIFY(version.version && !version.help && version.error.isEmpty() && version.files.isEmpty());
+        QVERIFY(parseCommandLine({"-h"}, "/home/me").help);
+        QVERIFY(!parseCommandLine({"a.iso"}, "/home/me").version);
+        // After "--", a file of that name.
+        const CommandLine file = parseCommandLine({"--", "--version"}, "/home/me");
+        QVERIFY(!file.version);
+        QCOMPARE(file.files, PathList {QByteArray("/home/me/--version")});
+    }
+
     void uriListDecodesToBytes()
     {
         const PathList paths = localPathsFromUriList("# a comment\r\nfile:///home/me/My%20Videos/caf%E9.mkv\r\n"

@@ -11,6 +11,8 @@ bool takeOption(const QList<QByteArray> &arguments, qsizetype &i, const QByteArr
     const QByteArray &arg = arguments[i];
     if (arg == "--help" || arg == "-h") {
         result.help = true;
+    } else if (arg == "--version") {
+        result.version = true;
     } else if (arg == "--move") {
         result.move = true;
     } else if (arg == "--to" || arg == "-t") {

@@ -19,6 +19,7 @@ struct CommandLine {
     QByteArray destination; // empty: ask
     QString error;          // set when the arguments can't be used; the app prints it and exits with 2
     bool help = false;
+    bool version = false;
     bool move = false;
     bool startNow() const { return !files.isEmpty() && !destination.isEmpty(); }
 };
