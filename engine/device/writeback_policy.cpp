@@ -164,19 +164,18 @@ SmallFileWriteback choose_small_file_writeback(const DeviceInfo &device, double 
 {
     if (auto settled = settled_by_filesystem(device))
         return *settled;
-    // A rate measured over small files counts their opens and renames too, so it runs low: it may tell a bus's
-    // guess that the device is fast, never a fixed disk that it is slow.
-    const bool guessed_by_bus = device.transport == "usb" || device.transport == "mmc" || device.removable;
-    if (measured_rate > 0 && guessed_by_bus) {
-        if (small_files_need_own_writeback(measured_rate))
+    const bool slow_bus = device.transport == "usb" || device.transport == "mmc";
+    if (slow_bus || device.removable) {
+        // A rate measured over small files counts their opens and renames too, so it runs low: it may tell a
+        // bus's guess that the device is fast, never a fixed disk that it is slow.
+        if (measured_rate > 0 && small_files_need_own_writeback(measured_rate))
             return {true, "measured " + megabytes(measured_rate) + ": slower than small files are written"};
-        return {false, "measured " + megabytes(measured_rate) + ": a group's one syncfs keeps up"};
+        if (measured_rate > 0)
+            return {false, "measured " + megabytes(measured_rate) + ": a group's one syncfs keeps up"};
+        const std::string what = slow_bus ? "a " + device.transport + " device" : "the disk says it is removable";
+        return {true, what + ": slower than small files are written; the rate the copy measures decides from then on",
+                false};
     }
-    const std::string until = "; the rate the copy measures decides from then on";
-    if (device.transport == "usb" || device.transport == "mmc")
-        return {true, "a " + device.transport + " device: slower than small files are written" + until, false};
-    if (device.removable)
-        return {true, "the disk says it is removable: slower than small files are written" + until, false};
     const std::string bus = device.transport.empty() ? "" : " " + device.transport;
     if (device.rotational)
         return {false, "a fixed rotational" + bus + " disk: one syncfs a group lets the elevator order its writes"};

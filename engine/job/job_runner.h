@@ -95,7 +95,6 @@ struct FinishedDir {
 // of background work instead of 200 s on the job's thread.
 constexpr std::size_t kFlushClosers = 64;
 
-// One item's walk: its two folder caches and what it learnt on the way.
 // Small sources opened and read ahead of the copy: a tiny file's read is otherwise a wait on the source disk
 // between two writes to the device, and a tree of them is copied at the source's seek rate instead of in
 // parallel with it. Ahead of the file being copied, the next small files of the plan (up to kFiles and
@@ -124,6 +123,7 @@ private:
     uint64_t bytes_ = 0;   // in |ahead_|
 };
 
+// One item's walk: its folder caches, its read-ahead and what it learnt on the way.
 struct ItemWalk {
     const ItemPlan &plan;
     DirCache src;
