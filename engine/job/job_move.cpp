@@ -30,11 +30,7 @@ bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root
         s = sync_directory(src_root->get(), item.source_dir);
     if (!s)
         report_error(std::move(s), item.source);
-    uint64_t bytes = 0, files = 0;
-    for (const PlanEntry &e : plan.entries) {
-        bytes += e.kind == EntryKind::File ? e.size : 0;
-        files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
-    }
+    const uint64_t bytes = plan.bytes, files = plan.files;
     count_unmoved(bytes);
     if (spec_.manifest)
         hash_renamed(plan);
@@ -48,9 +44,11 @@ bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root
 // The manifest's sums of an item moved by renaming, read from the renamed files: the same bytes, never copied.
 void JobRunner::hash_renamed(const ItemPlan &plan)
 {
-    const std::string root = plan.item.target_dir + "/" + target_rel(plan.item.target_name);
-    for (const PlanEntry &e : plan.entries) {
-        if (e.kind != EntryKind::File || e.left_out != LeftOut::None)
+    const std::string name = target_rel(plan.item.target_name);
+    const std::string root = plan.item.target_dir + "/" + name;
+    TreeWalk walk(plan.item.target_dir, name, root, [this](Status s) { report_error(s, s.path()); });
+    for (PlanEntry e; walk.next(e);) {
+        if (e.kind != EntryKind::File)
             continue;
         const std::string path = e.rel.empty() ? root : root + "/" + e.rel;
         UniqueFd fd(sys().openat(AT_FDCWD, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0));

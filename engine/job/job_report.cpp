@@ -111,20 +111,30 @@ std::string JobRunner::rename_note(const std::string &rel) const
     return why.empty() ? std::string() : "renamed to \"" + safe_name(name, device_.limits) + "\": the name " + why;
 }
 
+// The target folder |rel|, once those the walk has left (any that is neither |rel| nor above it) are dropped.
+JobRunner::TargetFolder &JobRunner::target_folder(const std::string &rel)
+{
+    for (auto it = target_folders_.begin(); it != target_folders_.end();)
+        it = it->first == rel || below(rel, it->first) ? std::next(it) : target_folders_.erase(it);
+    return target_folders_[rel];
+}
+
 bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin)
 {
-    std::string folded = fold_case(dst_rel, folds_case());
-    const bool inserted = fresh_names_.insert(folded).second;
+    TargetFolder &folder = target_folder(dst_parent_rel);
+    const std::string name = split_rel(dst_rel).second;
+    std::string folded = fold_case(name, folds_case());
+    const bool inserted = folder.names.insert(folded).second;
     if (!inserted) {
-        // Taken by this job: under another case it is a twin, the one in |cased_names_| or else the folded one.
-        const auto cased = cased_names_.find(folded);
-        const std::string &taken = cased != cased_names_.end() ? cased->second : folded;
-        if (taken != dst_rel)
-            case_twin = split_rel(taken).second;
-    } else if (folded != dst_rel) {
-        cased_names_.emplace(std::move(folded), dst_rel);
+        // Taken by this job: under another case it is a twin, the one in |cased| or else the folded one.
+        const auto cased = folder.cased.find(folded);
+        const std::string &taken = cased != folder.cased.end() ? cased->second : folded;
+        if (taken != name)
+            case_twin = taken;
+    } else if (folded != name) {
+        folder.cased.emplace(std::move(folded), name);
     }
-    return inserted && fresh_dirs_.count(dst_parent_rel) > 0;
+    return inserted && folder.fresh;
 }
 
 // The manifest, through the publish pipeline like any file: durable before the job says it is done.

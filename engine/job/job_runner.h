@@ -7,6 +7,7 @@
 //   job_conflicts.cpp a name that is taken, and what an interrupted run left under it
 //   job_move.cpp      Safe Move: a rename on one filesystem, or the source removed once its copy is durable
 //   job_report.cpp    events and counters: what the job tells its caller
+//   item_entries.cpp  an item's entries, walked again as the run meets them
 //   source_prefetch.cpp small sources opened and read ahead of the copy
 //   job_support.cpp   the path and folder helpers below
 #pragma once
@@ -17,6 +18,7 @@
 #include "device_probe.h"
 #include "fd.h"
 #include "small_batch.h"
+#include "tree_plan.h"
 #include "units.h"
 
 #include <deque>
@@ -48,6 +50,10 @@ std::string join_notes(const std::string &a, const std::string &b);
 std::string target_rel(const std::string &rel, const JobSpec &spec, const FsLimits &limits);
 std::string fold_case(std::string name, bool fold);
 std::function<Status()> make_checkpoint(PartFile &part, DataSync how);
+// What an entry will meet on the destination's filesystem: a name it refuses, a size it can't store. The plan
+// and the run both ask, so they agree without the plan keeping its entries.
+void check_against_device(const CopyItem &item, PlanEntry &e, const JobSpec &spec, const DeviceInfo &device);
+void left_for_want_of_room(PlanEntry &e);
 
 // The folders of one side of a copy, opened component by component from a pinned root and kept open while
 // the walk is below them. Entries arrive in pre-order, so the cache is a path of open folders.
@@ -91,6 +97,36 @@ struct FinishedDir {
     struct timespec mtime;
 };
 
+// One item's entries as the run meets them: walked again (TreeWalk), decided as the plan decided them, and read
+// a little way ahead of the copy for SourcePrefetch.
+class ItemEntries {
+public:
+    struct Entry {
+        std::size_t seq = 0; // in the walk
+        PlanEntry entry;
+    };
+    ItemEntries(const ItemPlan &plan, const JobSpec &spec, const DeviceInfo &device);
+
+    // Moves to the next entry (the first, on the first call); false at the end. The entry before is gone.
+    bool advance();
+    const PlanEntry &current() const { return queue_.front().entry; }
+    const std::string &source_name() const { return plan_.item.source_name; }
+    std::size_t current_seq() const { return queue_.front().seq; }
+    // The current entry and up to |n| after it, read now if they were not yet.
+    const std::deque<Entry> &ahead(std::size_t n);
+
+private:
+    bool read_one();
+
+    const ItemPlan &plan_;
+    const JobSpec &spec_;
+    const DeviceInfo &device_;
+    TreeWalk tree_;
+    std::deque<Entry> queue_;
+    std::size_t read_ = 0; // entries read from |tree_|
+    bool started_ = false;
+};
+
 // Closes in flight at once on a vfat "flush" mount (background_closer.h): 64 make 2,000 files' closes about 3 s
 // of background work instead of 200 s on the job's thread.
 constexpr std::size_t kFlushClosers = 64;
@@ -103,29 +139,31 @@ constexpr std::size_t kFlushClosers = 64;
 class SourcePrefetch {
 public:
     struct Source {
-        std::size_t index = 0; // in the item's plan
+        std::size_t index = 0; // in the item's walk
         UniqueFd fd;
         struct stat st {};
         SourceResidency residency;
     };
     static constexpr std::size_t kFiles = 64;
     static constexpr uint64_t kBytes = 16 * kMiB;
+    static constexpr std::size_t kEntries = 256; // looked at ahead of the copy, folders and links included
 
-    // Reads ahead of the plan's entry |current|: small regular files (at most |small_limit| bytes) opened in
-    // |dirs| (a cache of the source's folders of its own, so the copy's stays on its path).
-    void fill(const ItemPlan &plan, std::size_t current, DirCache &dirs, uint64_t small_limit, bool evict);
-    // The source of the plan's entry |index| when it was read ahead; those before it the copy passed over go.
+    // Reads ahead of the current entry of |entries|: small regular files (at most |small_limit| bytes) opened
+    // in |dirs| (a cache of the source's folders of its own, so the copy's stays on its path).
+    void fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, bool evict);
+    // The source of the walk's entry |index| when it was read ahead; those before it the copy passed over go.
     std::optional<Source> take(std::size_t index);
 
 private:
     std::deque<Source> ahead_;
-    std::size_t next_ = 0; // the next plan entry to look at
+    std::size_t next_ = 0; // the next entry of the walk to look at
     uint64_t bytes_ = 0;   // in |ahead_|
 };
 
-// One item's walk: its folder caches, its read-ahead and what it learnt on the way.
+// One item's walk: its entries, its folder caches, its read-ahead and what it learnt on the way.
 struct ItemWalk {
     const ItemPlan &plan;
+    ItemEntries entries;
     DirCache src;
     DirCache dst;
     std::vector<FinishedDir> dirs;         // created here, their attributes set once they are full
@@ -256,12 +294,17 @@ private:
     // before the batch, which uses it until it goes.
     std::shared_ptr<BackgroundCloser> closer_;
     std::unique_ptr<SmallFileBatch> batch_;
-    // Folders this job created (empty when it did), and the names it made in them, case-folded where the
-    // filesystem ignores case: a file there needs no look at its target name.
-    std::set<std::string> fresh_dirs_;
-    std::set<std::string> fresh_names_; // as the filesystem folds them (FAT, exFAT, NTFS: case)
-    // Of those, the ones the fold changed -> as copied, to name a case twin; empty where nothing is folded.
-    std::map<std::string, std::string> cased_names_;
+    // The target folders on the walk's path (by rel, "" for the item's target folder) and the names this job
+    // made in each. A folder's names are dropped once the walk has left it, which in pre-order is for good:
+    // the job holds the names of one path of folders, not of the tree.
+    struct TargetFolder {
+        bool fresh = false;          // created by this job (empty when it did): a name it has not used is free
+        std::set<std::string> names; // as the filesystem folds them (FAT, exFAT, NTFS: case)
+        // Of those, the ones the fold changed -> as copied, to name a case twin; empty where nothing is folded.
+        std::map<std::string, std::string> cased;
+    };
+    TargetFolder &target_folder(const std::string &rel);
+    std::map<std::string, TargetFolder> target_folders_;
     std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
 };
 

@@ -13,14 +13,13 @@ namespace sanecopy {
 
 using namespace job_detail;
 
-namespace {
+namespace job_detail {
 
-// What each entry will meet on the destination's filesystem: a name it refuses, a size it can't store.
-void check_against_device(const ItemPlan &item, PlanEntry &e, const JobSpec &spec, const DeviceInfo &device)
+void check_against_device(const CopyItem &item, PlanEntry &e, const JobSpec &spec, const DeviceInfo &device)
 {
     if (!e.skip_reason.empty())
         return;
-    const std::string name = e.rel.empty() ? item.item.target_name : split_rel(e.rel).second;
+    const std::string name = e.rel.empty() ? item.target_name : split_rel(e.rel).second;
     if (std::string why = name_problem(name, device.limits); !why.empty() && !spec.rename_invalid) {
         e.left_out = LeftOut::RefusedName;
         e.skip_reason = why;
@@ -29,6 +28,16 @@ void check_against_device(const ItemPlan &item, PlanEntry &e, const JobSpec &spe
         e.skip_reason = "is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)";
     }
 }
+
+void left_for_want_of_room(PlanEntry &e)
+{
+    e.left_out = LeftOut::NoRoom;
+    e.skip_reason = "no room left on the device for it (what fits was copied)";
+}
+
+} // namespace job_detail
+
+namespace {
 
 std::string mib_text(uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; }
 
@@ -85,9 +94,9 @@ struct SpaceCount {
     uint64_t replace_peak = 0;
 };
 
-void probe_destination(JobPlan &plan)
+void probe_destination(JobPlan &plan, const std::string &target_dir)
 {
-    if (auto probed = probe_device(plan.items.front().item.target_dir); probed.ok()) {
+    if (auto probed = probe_device(target_dir); probed.ok()) {
         plan.device = probed.value();
         plan.device_known = true;
     } else {
@@ -135,13 +144,15 @@ uint64_t space_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, co
     return takes;
 }
 
-void plan_entry(JobPlan &plan, const ItemPlan &item, PlanEntry &e, const JobSpec &spec, SpaceCount &space)
+void plan_entry(JobPlan &plan, ItemPlan &item, PlanEntry &e, const JobSpec &spec, SpaceCount &space)
 {
-    check_against_device(item, e, spec, plan.device);
+    item.bytes += e.kind == EntryKind::File ? e.size : 0;
+    item.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
+    check_against_device(item.item, e, spec, plan.device);
     const uint64_t takes = space_taken(plan, item, e, spec, space);
     if (space.budget && e.kind == EntryKind::File && e.skip_reason.empty() && space.needed + takes > *space.budget) {
-        e.left_out = LeftOut::NoRoom;
-        e.skip_reason = "no room left on the device for it (what fits was copied)";
+        left_for_want_of_room(e);
+        item.no_room.insert(e.rel);
     }
     if (!e.skip_reason.empty()) {
         plan.left_out.push_back({join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
@@ -175,15 +186,20 @@ JobPlan plan_job(const JobSpec &spec)
         plan.errors.push_back(res.fatal);
         return plan;
     }
-    for (const CopyItem &item : res.items)
-        plan.items.push_back(plan_item(item, [&](Status s) { plan.errors.push_back(std::move(s)); }));
-    if (plan.items.empty())
+    if (res.items.empty())
         return plan;
-    probe_destination(plan);
+    probe_destination(plan, res.items.front().target_dir);
     SpaceCount space(spec, plan.device);
-    for (ItemPlan &item : plan.items)
-        for (PlanEntry &e : item.entries)
+    for (CopyItem &copy : res.items) {
+        ItemPlan &item = plan.items.emplace_back();
+        item.item = std::move(copy);
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source,
+                      [&](Status s) { plan.errors.push_back(std::move(s)); });
+        for (PlanEntry e; walk.next(e);) {
+            item.found = true;
             plan_entry(plan, item, e, spec, space);
+        }
+    }
     check_space(plan, spec, space.needed + space.replace_peak);
     return plan;
 }
@@ -206,7 +222,8 @@ DiscardResult discard_unfinished(const JobSpec &spec)
     DiscardResult result;
     JobPlan plan = plan_job(spec);
     for (const ItemPlan &item : plan.items) {
-        for (const PlanEntry &e : item.entries) {
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [](Status) {});
+        for (PlanEntry e; walk.next(e);) {
             if (e.kind != EntryKind::File)
                 continue;
             const auto [dir_rel, name] =

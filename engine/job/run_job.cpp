@@ -130,7 +130,7 @@ void JobRunner::wait_if_paused()
 
 void JobRunner::run_item(const ItemPlan &plan)
 {
-    if (plan.entries.empty())
+    if (!plan.found)
         return;
     const CopyItem &item = plan.item;
     SharedDirFd src_root, dst_root;
@@ -142,6 +142,7 @@ void JobRunner::run_item(const ItemPlan &plan)
     if (spec_.move && root_st.st_dev == device_.st_dev && move_by_rename(plan, src_root, dst_root))
         return;
     ItemWalk walk {plan,
+                   ItemEntries(plan, spec_, device_),
                    DirCache(src_root, item.source_dir, Side::Source),
                    DirCache(dst_root, item.target_dir, Side::Destination),
                    {},
@@ -170,17 +171,17 @@ bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDi
 
 void JobRunner::walk_item(ItemWalk &walk)
 {
-    const std::vector<PlanEntry> &entries = walk.plan.entries;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
+    while (walk.entries.advance()) {
         wait_if_paused();
         if (stopping())
             break;
         // Small files go into the batch only where it syncs (syncs()): only those are read ahead.
         if (syncs())
-            walk.prefetch.fill(walk.plan, i, walk.prefetch_dirs, spec_.small_file_limit, session_.route.evict);
-        if (walk.failed_dir && below(entries[i].rel, *walk.failed_dir))
+            walk.prefetch.fill(walk.entries, walk.prefetch_dirs, spec_.small_file_limit, session_.route.evict);
+        const PlanEntry &entry = walk.entries.current();
+        if (walk.failed_dir && below(entry.rel, *walk.failed_dir))
             continue;
-        copy_entry(walk, entries[i]);
+        copy_entry(walk, entry);
     }
     if (stopping())
         return;
@@ -232,7 +233,7 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
     case EntryKind::Symlink:
         return copy_symlink(task);
     case EntryKind::File:
-        task.prefetched = walk.prefetch.take(std::size_t(&entry - walk.plan.entries.data()));
+        task.prefetched = walk.prefetch.take(walk.entries.current_seq());
         return copy_file_with_retries(task);
     }
 }
@@ -243,7 +244,7 @@ void JobRunner::copy_directory(ItemWalk &walk, const PlanEntry &entry, const Fil
     // Created owner-writable so it can be filled; its real mode is set once it is full.
     if (sys().mkdirat(where.dst_dir->get(), where.dst_name.c_str(), 0700) == 0) {
         walk.dirs.push_back({dst_rel, entry.mode, entry.mtime});
-        fresh_dirs_.insert(dst_rel);
+        target_folder(dst_rel).fresh = true;
         return;
     }
     struct stat st {};

@@ -9,16 +9,19 @@
 
 namespace sanecopy::job_detail {
 
-void SourcePrefetch::fill(const ItemPlan &plan, std::size_t current, DirCache &dirs, uint64_t small_limit, bool evict)
+void SourcePrefetch::fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, bool evict)
 {
-    const std::vector<PlanEntry> &entries = plan.entries;
-    next_ = std::max(next_, current + 1);
-    while (next_ < entries.size() && ahead_.size() < kFiles && bytes_ < kBytes) {
+    if (ahead_.size() >= kFiles || bytes_ >= kBytes)
+        return;
+    const std::deque<ItemEntries::Entry> &upcoming = entries.ahead(kEntries);
+    const std::size_t first = upcoming.front().seq;
+    next_ = std::max(next_, first + 1);
+    while (next_ - first < upcoming.size() && ahead_.size() < kFiles && bytes_ < kBytes) {
         const std::size_t index = next_++;
-        const PlanEntry &e = entries[index];
+        const PlanEntry &e = upcoming[index - first].entry;
         if (e.kind != EntryKind::File || !e.skip_reason.empty() || e.size == 0 || e.size > small_limit)
             continue;
-        const auto [parent_rel, name] = split_rel(join(plan.item.source_name, e.rel));
+        const auto [parent_rel, name] = split_rel(join(entries.source_name(), e.rel));
         Status ignored; // whatever fails here fails again, and is reported, when the copy opens the file itself
         const SharedDirFd dir = dirs.get(parent_rel, ignored);
         if (!dir)

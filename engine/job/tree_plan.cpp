@@ -48,45 +48,6 @@ PlanEntry entry_from_stat(const struct stat &st, std::string rel)
     return e;
 }
 
-class Walker {
-public:
-    Walker(ItemPlan &plan, const std::function<void(Status)> &on_error) : plan_(plan), on_error_(on_error) {}
-
-    void walk_dir(int dirfd, const std::string &rel, const std::string &display)
-    {
-        std::vector<std::string> names;
-        if (sys().list_dir(dirfd, names) < 0) {
-            on_error_(Status::source(errno, "read folder", display));
-            return;
-        }
-        std::sort(names.begin(), names.end());
-        for (const std::string &name : names) {
-            const std::string child_rel = rel.empty() ? name : std::string(rel).append("/").append(name);
-            const std::string child_display = std::string(display).append("/").append(name);
-            struct stat st {};
-            if (sys().fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                on_error_(Status::source(errno, "stat", child_display));
-                continue;
-            }
-            plan_.entries.push_back(entry_from_stat(st, child_rel));
-            if (!S_ISDIR(st.st_mode))
-                continue;
-            UniqueFd child(sys().openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
-            if (!child) {
-                on_error_(Status::source(errno, "open folder", child_display));
-                plan_.entries.back().left_out = LeftOut::Unreadable;
-                plan_.entries.back().skip_reason = "cannot be read";
-                continue;
-            }
-            walk_dir(child.get(), child_rel, child_display);
-        }
-    }
-
-private:
-    ItemPlan &plan_;
-    const std::function<void(Status)> &on_error_;
-};
-
 } // namespace
 
 const char *to_string(LeftOut reason)
@@ -112,32 +73,91 @@ const char *to_string(LeftOut reason)
     return "?";
 }
 
-ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_error)
+struct TreeWalk::Folder {
+    UniqueFd fd;
+    std::vector<std::string> names; // sorted
+    std::size_t next = 0;
+    std::string rel;
+    std::string display;
+};
+
+TreeWalk::TreeWalk(const std::string &dir, const std::string &name, std::string display,
+                   std::function<void(Status)> on_error)
+    : on_error_(std::move(on_error))
 {
-    ItemPlan plan;
-    plan.item = item;
-    UniqueFd parent(sys().openat(AT_FDCWD, item.source_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+    display = strip_trailing_slashes(display);
+    UniqueFd parent(sys().openat(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
     if (!parent) {
-        on_error(Status::source(errno, "open folder", item.source_dir));
-        return plan;
+        on_error_(Status::source(errno, "open folder", dir));
+        return;
     }
     struct stat st {};
-    if (sys().fstatat(parent.get(), item.source_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        on_error(Status::source(errno, "stat", item.source));
-        return plan;
+    if (sys().fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        on_error_(Status::source(errno, "stat", display));
+        return;
     }
-    plan.entries.push_back(entry_from_stat(st, ""));
-    if (!S_ISDIR(st.st_mode))
-        return plan;
-    UniqueFd root(
-        sys().openat(parent.get(), item.source_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0));
-    if (!root) {
-        on_error(Status::source(errno, "open folder", item.source));
-        plan.entries.clear();
-        return plan;
+    if (S_ISDIR(st.st_mode)) {
+        // A source folder that can't be opened is an error of its own, not an entry: nothing of it is copied.
+        const int fd = sys().openat(parent.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (fd < 0) {
+            on_error_(Status::source(errno, "open folder", display));
+            return;
+        }
+        enter(fd, "", display);
     }
-    Walker(plan, on_error).walk_dir(root.get(), "", strip_trailing_slashes(item.source));
-    return plan;
+    root_ = entry_from_stat(st, "");
+}
+
+TreeWalk::~TreeWalk() = default;
+
+void TreeWalk::enter(int fd, const std::string &rel, const std::string &display)
+{
+    Folder &f = path_.emplace_back();
+    f.fd.reset(fd);
+    f.rel = rel;
+    f.display = display;
+    if (sys().list_dir(fd, f.names) < 0) {
+        on_error_(Status::source(errno, "read folder", display));
+        f.names.clear();
+    }
+    std::sort(f.names.begin(), f.names.end());
+}
+
+bool TreeWalk::next(PlanEntry &e)
+{
+    if (root_) {
+        e = std::move(*root_);
+        root_.reset();
+        return true;
+    }
+    while (!path_.empty()) {
+        Folder &f = path_.back();
+        if (f.next == f.names.size()) {
+            path_.pop_back();
+            continue;
+        }
+        const std::string &name = f.names[f.next++];
+        std::string rel = f.rel.empty() ? name : std::string(f.rel).append("/").append(name);
+        std::string display = std::string(f.display).append("/").append(name);
+        struct stat st {};
+        if (sys().fstatat(f.fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            on_error_(Status::source(errno, "stat", display));
+            continue;
+        }
+        e = entry_from_stat(st, rel);
+        if (S_ISDIR(st.st_mode)) {
+            const int fd = sys().openat(f.fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+            if (fd < 0) {
+                on_error_(Status::source(errno, "open folder", display));
+                e.left_out = LeftOut::Unreadable;
+                e.skip_reason = "cannot be read";
+            } else {
+                enter(fd, rel, display); // |f| may move: not used after this
+            }
+        }
+        return true;
+    }
+    return false;
 }
 
 } // namespace sanecopy

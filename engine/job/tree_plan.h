@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// The plan of a copy: every entry below each source, found before the first byte is written, so the job knows
-// its total, and problems (names the target refuses, files too big for it, not enough space) are reported up
-// front. The walk opens folders with openat(O_NOFOLLOW|O_DIRECTORY) from pinned descriptors and never follows
+// The plan of a copy: every entry below each source, counted before the first byte is written, so the job
+// knows its total, and problems (names the target refuses, files too big for it, not enough space) are reported
+// up front. The entries are counted, not kept: the run walks the tree again, folder by folder. The walk opens folders with openat(O_NOFOLLOW|O_DIRECTORY) from pinned descriptors and never follows
 // a symlink, so links pointing out of the tree, or in loops, are just entries.
 #pragma once
 
@@ -12,8 +12,10 @@
 #include <ctime>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <sys/types.h>
+#include <unordered_set>
 #include <vector>
 
 namespace sanecopy {
@@ -45,14 +47,43 @@ struct PlanEntry {
     std::string skip_reason;
 };
 
+// One item of a plan. Its entries are not held: the run walks the tree again (TreeWalk) and meets each entry
+// as the plan did, so a copy of a million files holds one path of folders, not a million paths.
 struct ItemPlan {
     CopyItem item;
-    std::vector<PlanEntry> entries; // pre-order: a folder comes before what it holds
+    bool found = false; // its source could be read: there is something to walk
+    uint64_t bytes = 0; // of all its files, left out or not: what a move by renaming takes along
+    uint64_t files = 0; // its files and links, left out or not
+    // What the plan left out for want of room (JobSpec::fit_to_space), by PlanEntry::rel: the one decision that
+    // depends on what came before it, so the run can't make it again entry by entry.
+    std::unordered_set<std::string> no_room;
 };
 
-// Walks |item|. Entries that can't be read are reported through |on_error| and left out.
-ItemPlan plan_item(const CopyItem &item, const std::function<void(Status)> &on_error);
+// One item's entries in pre-order (a folder before what it holds, names in byte order), read as they are
+// needed: only the folders on the current path are open, and only their names are held. A folder that can't
+// be opened is an entry marked LeftOut::Unreadable; what can't be read is reported through |on_error|.
+class TreeWalk {
+public:
+    // The entry |name| in the folder |dir|, shown in messages as |display|.
+    TreeWalk(const std::string &dir, const std::string &name, std::string display,
+             std::function<void(Status)> on_error);
+    TreeWalk(const TreeWalk &) = delete;
+    TreeWalk &operator=(const TreeWalk &) = delete;
+    ~TreeWalk();
 
+    // The next entry; false at the end.
+    bool next(PlanEntry &e);
+
+private:
+    struct Folder;
+    void enter(int fd, const std::string &rel, const std::string &display);
+
+    std::vector<Folder> path_; // the open folders, outermost first
+    std::optional<PlanEntry> root_;
+    std::function<void(Status)> on_error_;
+};
+
+// Walks |item| whole, for a caller that wants every entry at once.
 // "FIFO", "socket", "character device", "block device".
 const char *special_kind(mode_t mode);
 

@@ -295,6 +295,67 @@ TEST_CASE("folder to folder: copying into an existing folder of the same name me
     CHECK(read_file(t / "out/tree/kept") == "k");
 }
 
+TEST_CASE("folder to folder: two sources of one name merge, and a file both hold is a conflict the second time")
+{
+    TempDir t;
+    for (const char *dir : {"a", "a/x", "a/x/sub", "b", "b/x", "b/x/sub", "out"})
+        mkdir_p(t / dir);
+    write_text_file(t / "a/x/f", "first");
+    write_text_file(t / "a/x/sub/g", "first");
+    write_text_file(t / "b/x/f", "second");
+    write_text_file(t / "b/x/sub/g", "second");
+    write_text_file(t / "b/x/h", "only in b");
+    // The second x is met after the walk left the first: what the job made in x is no longer taken as free.
+    JobRun run = run_job(spec_of({t / "a/x", t / "b/x"}, t / "out"));
+    CHECK(run.summary.errors == 2);
+    CHECK(read_file(t / "out/x/f") == "first");
+    CHECK(read_file(t / "out/x/sub/g") == "first");
+    CHECK(read_file(t / "out/x/h") == "only in b");
+}
+
+TEST_CASE("walk: pre-order, names in byte order, and only the folders on the current path are open")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    for (int i = 0; i < 40; ++i) {
+        const std::string dir = t / ("tree/d" + std::to_string(100 + i));
+        mkdir_p(dir);
+        mkdir_p(dir + "/inner");
+        write_text_file(dir + "/inner/f", "x");
+    }
+    write_text_file(t / "tree/B", "upper case sorts first");
+    const auto open_fds = [] {
+        std::size_t n = 0;
+        DIR *d = ::opendir("/proc/self/fd");
+        REQUIRE(d != nullptr);
+        while (const dirent *e = ::readdir(d))
+            n += e->d_name[0] != '.';
+        ::closedir(d);
+        return n - 1; // the listing's own
+    };
+    const std::size_t before = open_fds();
+    std::vector<Status> errors;
+    std::vector<std::string> rels;
+    std::size_t most_open = 0;
+    {
+        TreeWalk walk(t.path(), "tree", t / "tree", [&](Status s) { errors.push_back(std::move(s)); });
+        for (PlanEntry e; walk.next(e);) {
+            rels.push_back(e.rel);
+            most_open = std::max(most_open, open_fds() - before);
+        }
+    }
+    CHECK(errors.empty());
+    REQUIRE(rels.size() == 2 + 40 * 3);
+    CHECK(rels[0] == "");
+    CHECK(rels[1] == "B");
+    CHECK(rels[2] == "d100");
+    CHECK(rels[3] == "d100/inner");
+    CHECK(rels[4] == "d100/inner/f");
+    CHECK(rels.back() == "d139/inner/f");
+    CHECK(most_open <= 3); // the tree, one of its folders, that folder's inner
+    CHECK(open_fds() == before);
+}
+
 TEST_CASE("folder to folder: cancel before the first byte leaves nothing behind")
 {
     TempDir t;
