@@ -127,6 +127,25 @@ private Q_SLOTS:
         QCOMPARE(i.data(JobModel::OutcomeRole).toString(), QStringLiteral("Device removed at 30 %"));
     }
 
+    // A tree of many files lists the first kFilesListed by name and counts the rest; problems are all listed.
+    void theResultListsManyFilesByCount()
+    {
+        JobModel model;
+        model.addJob(5, QStringLiteral("tree → STICK"), QStringLiteral("/media/STICK"), {}, {}, true);
+        const qint64 files = JobModel::kFilesListed + 2;
+        for (qint64 n = 0; n < files; ++n) {
+            const QString name = QStringLiteral("/f%1").arg(n);
+            model.onFileDone(5, QStringLiteral("/home/me") + name, QStringLiteral("/media/STICK") + name);
+        }
+        model.onFailed(5, QStringLiteral("/home/me/x"), QStringLiteral("/home/me/x: Input/output error"));
+        model.onFinished(5, false, false, 0, files, 1);
+        const QStringList results = model.index(0).data(JobModel::ResultsRole).toStringList();
+        QCOMPARE(results.size(), int(JobModel::kFilesListed) + 2);
+        QCOMPARE(results.first(), QStringLiteral("Copied: /home/me/f0 → /media/STICK/f0"));
+        QVERIFY(results.at(results.size() - 2).startsWith(QStringLiteral("Failed: ")));
+        QCOMPARE(results.last(), QStringLiteral("… and 2 more files copied, not listed here"));
+    }
+
     void theResultSaysWhatHappenedFileByFile()
     {
         JobModel model;

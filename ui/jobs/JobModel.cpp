@@ -172,7 +172,7 @@ const QHash<int, JobModel::RoleReader> &JobModel::roleReaders()
         {OwnDirtyRole, [](M, R r) -> QVariant { return r.progress.ownDirtyBytes; }},
         {DeviceRemovedRole, [](M, R r) -> QVariant { return r.deviceRemoved; }},
         {FinishedRole, [](M, R r) -> QVariant { return r.finished; }},
-        {ResultsRole, [](M, R r) -> QVariant { return r.results; }},
+        {ResultsRole, [](M, R r) -> QVariant { return resultsOf(r); }},
         {RemovableRole, [](M, R r) -> QVariant { return r.removable; }},
         {SummaryRole, [](M m, R r) -> QVariant { return r.finished ? m.summaryOf(r) : QString(); }},
         {OutcomeRole, [](M, R r) -> QVariant { return outcomeOf(r); }},
@@ -267,13 +267,24 @@ void JobModel::onFileDone(quint64 jobId, const QString &source, const QString &t
     ++row.copied;
     const QString from = source.mid(source.lastIndexOf(QLatin1Char('/')) + 1);
     const QString to = target.mid(target.lastIndexOf(QLatin1Char('/')) + 1);
-    if (!to.isEmpty() && to != from) {
-        ++row.renamed;
+    const bool renamed = !to.isEmpty() && to != from;
+    row.renamed += renamed;
+    if (row.copied > kFilesListed)
+        ++row.unlisted;
+    else if (renamed)
         row.results << tr("Renamed: %1 → %2").arg(source, target);
-    } else {
+    else
         row.results << tr("Copied: %1 → %2").arg(source, target);
-    }
     // No dataChanged per file: the next progress tick (5 a second) refreshes the row.
+}
+
+QStringList JobModel::resultsOf(const Row &row)
+{
+    if (row.unlisted == 0)
+        return row.results;
+    const QString more = row.unlisted == 1 ? tr("… and 1 more file copied, not listed here")
+                                           : tr("… and %1 more files copied, not listed here").arg(row.unlisted);
+    return row.results + QStringList {more};
 }
 
 void JobModel::changed(int row)

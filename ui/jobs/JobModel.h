@@ -17,6 +17,9 @@ namespace SaneCopy {
 class JobModel : public QAbstractListModel {
     Q_OBJECT
 public:
+    // A job's copied files listed by name in its results: a tree of a million files would otherwise hold a
+    // million lines (about 750 bytes each) that nobody reads. Problems are always listed, however many.
+    static constexpr qint64 kFilesListed = 10000;
     enum Role {
         TitleRole = Qt::UserRole + 1,
         StatusRole,          // one line for the user
@@ -35,7 +38,8 @@ public:
         DeviceRemovedRole, // the job ended because its device went away
         FinishedRole,      // the engine is done with the job, however it ended
         OutcomeRole,       // what the bar says instead of a percentage once the job ended unfinished; else empty
-        ResultsRole,   // QStringList, one line per file: copied (to where), renamed (to what), skipped (why), failed
+        ResultsRole,   // QStringList, one line per file: copied (to where), renamed (to what), skipped (why), failed;
+                       // past kFilesListed copied files, one line that counts the rest
         SummaryRole,   // one line: what happened, once the job has ended
         RemovableRole, // the destination is a removable device: "Safe to unplug" is what the user waits for
     };
@@ -90,8 +94,10 @@ private:
         QStringList problems;
         QStringList results;
         qint64 copied = 0, renamed = 0, skipped = 0;
+        qint64 unlisted = 0; // copied files past kFilesListed, counted but not in |results|
         bool verify = false;
     };
+    static QStringList resultsOf(const Row &row);
     using RoleReader = QVariant (*)(const JobModel &model, const Row &row);
     static const QHash<int, RoleReader> &roleReaders();
     static double durableFraction(const Row &row);
