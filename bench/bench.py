@@ -3,7 +3,7 @@
 """Side-by-side copy benchmark on a simulated slow USB stick. See bench/README.md.
 
 Usage: bench/bench.py --sanecp PATH [--size-mib 1500] [--rate 40000000]
-                      [--small 2000] [--tiny 50000] [--out FILE.md] [--quick] [--tools LIST]
+                      [--small 2000] [--tiny 50000] [--many 0] [--out FILE.md] [--quick] [--tools LIST]
                       [--latency | --no-latency]
 """
 
@@ -37,6 +37,7 @@ TARGETS = {
     "peak_dirty": 32 * MiB,
     "dest_cached": 0.01,
     "cpu": 0.05,
+    "many_rss": 64 * MiB,
 }
 
 # The latency pass: the system's dirty limits are lowered so that the big file is larger than them, which is
@@ -66,6 +67,8 @@ class Result:
     src_cached: float = 0.0
     dest_cached: float = 0.0
     cpu: float = 0.0            # user+sys seconds of the tool and the children it waited for
+    peak_rss: int = 0           # bytes: the largest resident set of the tool or a child it waited for
+    first_durable: float = 0.0  # s from start until sanecp first said a byte was durable
     cache_disturbed: bool = False  # someone else dropped the page cache during the run
     progress: list = field(default_factory=list)  # (durable_bytes, device_written) per line
     last_progress: dict = field(default_factory=dict)
@@ -85,6 +88,7 @@ def log(msg):
 
 
 def command(tool, kind, src, dest, sanecp):
+    kind = "tree" if kind == "many" else kind
     if tool == "sanecp":
         return [sanecp, "--json", src, dest]
     if tool == "dd":
@@ -99,6 +103,7 @@ def command(tool, kind, src, dest, sanecp):
 
 
 def label(tool, kind):
+    kind = "tree" if kind == "many" else kind
     return {
         "sanecp": "`sanecp`",
         "dd": "`dd oflag=direct bs=4M` + sync",
@@ -125,6 +130,8 @@ def same_file(a, b):
 
 
 def verify(kind, src, dest):
+    if kind == "many":
+        return verify_many(src, dest)
     if kind == "big":
         return "" if os.path.isfile(dest) and same_file(src, dest) else "destination differs from source"
     rel_src = [os.path.relpath(p, src) for p in stick.tree_files(src)]
@@ -137,7 +144,21 @@ def verify(kind, src, dest):
     return ""
 
 
-def read_progress(pipe, sampler, res):
+def verify_many(src, dest, every=1000):
+    """A tree too big to compare byte for byte in a bench run: every name and size, and the bytes of one file
+    in |every| (the tests compare whole trees)."""
+    rel_src = [os.path.relpath(p, src) for p in stick.tree_files(src)]
+    rel_dest = [os.path.relpath(p, dest) for p in stick.tree_files(dest)] if os.path.isdir(dest) else []
+    if rel_src != rel_dest:
+        return f"destination has {len(rel_dest)} files, source {len(rel_src)}"
+    for i, r in enumerate(rel_src):
+        a, b = os.path.join(src, r), os.path.join(dest, r)
+        if os.path.getsize(a) != os.path.getsize(b) or (i % every == 0 and not same_file(a, b)):
+            return f"{r} differs"
+    return ""
+
+
+def read_progress(pipe, sampler, res, t0):
     # The device's completed-write counter is read when each line arrives, so
     # a claim is checked against what the device had taken by then at the latest.
     for line in pipe:
@@ -148,6 +169,8 @@ def read_progress(pipe, sampler, res):
         if isinstance(msg, dict) and msg.get("type") == "progress" and "durable_bytes" in msg:
             res.progress.append((int(msg["durable_bytes"]), sampler.written_since_start()))
             res.last_progress = msg
+            if not res.first_durable and int(msg["durable_bytes"]) > 0:
+                res.first_durable = time.monotonic() - t0
 
 
 def run_tool(s, tool, kind, src, dest, sanecp, timeout, probe_path=None):
@@ -178,12 +201,17 @@ def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout, probe_pat
     try:
         if probe_path:
             probe = FsyncProbe(probe_path).start()
+        # The peak RSS wait4 reports for a child counts what it had before its exec too, a copy of this Python;
+        # GNU time, a small program, runs the tool and reports the tool's own (and its children's).
+        rss_file = tempfile.NamedTemporaryFile(suffix=".rss")
+        timed = ["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file.name, *cmd] if os.access("/usr/bin/time",
+                                                                                           os.X_OK) else cmd
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=errfile,
+        proc = subprocess.Popen(timed, stdin=subprocess.DEVNULL, stderr=errfile,
                                 stdout=subprocess.PIPE if tool == "sanecp" else subprocess.DEVNULL,
                                 text=True, start_new_session=True)
         if tool == "sanecp":
-            reader = threading.Thread(target=read_progress, args=(proc.stdout, sampler, res), daemon=True)
+            reader = threading.Thread(target=read_progress, args=(proc.stdout, sampler, res, t0), daemon=True)
             reader.start()
         _, status, usage = os.wait4(proc.pid, 0)
         t_ret = time.monotonic()
@@ -191,6 +219,9 @@ def measure_run(s, res, cmd, kind, src, dest, errfile, drops, timeout, probe_pat
         proc.returncode = os.waitstatus_to_exitcode(status)
         res.returned = t_ret - t0
         res.cpu = usage.ru_utime + usage.ru_stime
+        with rss_file:
+            text = rss_file.read().decode().strip()
+            res.peak_rss = int(text.splitlines()[-1]) * 1024 if text[-1:].isdigit() else 0
         if reader:
             reader.join(timeout=10)
             proc.stdout.close()
@@ -485,24 +516,24 @@ def honesty(r):
 def table(kind, results, baseline, payload, rate, extra=None):
     """extra: (column title, {tool: text}), a last column."""
     head = ("| tool | returns after | durable after | vs baseline | of device rate | peak dirty "
-            "| dirty at return | source cached | dest cached | CPU (of a core) | progress vs device |")
+            "| dirty at return | source cached | dest cached | CPU (of a core) | peak RSS | progress vs device |")
     if extra:
         head += f" {extra[0]} |"
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     base = results.get(baseline)
     for tool, r in results.items():
         if r is None:
-            lines.append(f"| {label(tool, kind)} | n/a |" + " |" * 9)
+            lines.append(f"| {label(tool, kind)} | n/a |" + " |" * 10)
             continue
         if not r.ok:
-            lines.append(f"| {r.label} | failed: {r.error} |" + " |" * 9)
+            lines.append(f"| {r.label} | failed: {r.error} |" + " |" * 10)
             continue
         ratio = f"{r.durable / base.durable:.3f}×" if base and base.ok and base.durable > 0 else "n/a"
         share = pct(payload / r.durable / rate) if r.durable > 0 and rate > 0 else "n/a"
         lines.append(
             f"| {r.label} | {r.returned:.2f} s | {r.durable:.2f} s | {ratio} | {share} "
             f"| {mib(r.peak_dirty)} | {mib(r.dirty_at_exit)} | {cached(r, r.src_cached)} | {cached(r, r.dest_cached)} "
-            f"| {pct(r.cpu_share)} | {honesty(r)} |" + (f" {extra[1].get(tool, '–')} |" if extra else ""))
+            f"| {pct(r.cpu_share)} | {mib(r.peak_rss) if r.peak_rss else '?'} | {honesty(r)} |" + (f" {extra[1].get(tool, '–')} |" if extra else ""))
     if any(r is not None and r.cache_disturbed for r in results.values()):
         lines += ["", "?: another process dropped the page cache during that run, so its residency is unknown."]
     return lines
@@ -630,7 +661,44 @@ def tiny_section(args, meta, tiny):
     return out
 
 
-def report(args, meta, big, tree, tiny=None):
+def many_pass(args, tools, workdir, timeout):
+    """args.many tiny files onto a stick of their own (enough inodes), unthrottled: what a tree of that many files
+    costs in memory and time, and how soon sanecp's first byte is durable. The sources are made and removed here."""
+    srcdir = tempfile.mkdtemp(prefix="sanecopy-bench-many-", dir=workdir)
+    try:
+        src = os.path.join(srcdir, "many")
+        log(f"making {args.many} tiny files in {src}")
+        n, nbytes = stick.make_small_tree(src, n=args.many, lo=512, hi=8192, per_folder=1000)
+        size = nbytes // MiB + args.many * 12 * 1024 // MiB + 1024
+        with stick.Stick(size_mib=size, rate_bps=0, workdir=workdir, inodes=args.many + 100_000) as s:
+            log(f"{n} tiny files, {nbytes / MiB:.0f} MiB, stick unthrottled")
+            results = {t: run_tool(s, t, "many", src, os.path.join(s.mnt, "many"), args.sanecp, timeout)
+                       if command(t, "many", src, "", args.sanecp) else None for t in tools}
+            remove(os.path.join(s.mnt, "many"))
+        return {"n": n, "bytes": nbytes, "results": results}
+    finally:
+        shutil.rmtree(srcdir, ignore_errors=True)
+
+
+def many_section(many):
+    if not many:
+        return []
+    n, results = many["n"], many["results"]
+    first = ("first byte durable", {t: f"{r.first_durable:.1f} s" for t, r in results.items()
+                                    if r is not None and r.ok and r.first_durable})
+    out = ["", f"### {n} tiny files of 512–8192 bytes, {mib(many['bytes'])}, in folders of 1000 "
+               "(stick unthrottled; baseline: cp -r + sync)", "",
+           *table("many", results, "cp", many["bytes"], 0, first), ""]
+    r = results.get("sanecp")
+    if r is not None and r.ok:
+        ok = r.peak_rss <= TARGETS["many_rss"]
+        out += [f"- {'✓' if ok else '✗'} sanecp's peak RSS ≤ 64 MiB: {mib(r.peak_rss)}",
+                f"- {'✓' if r.first_durable < 5 else '✗'} first byte durable in < 5 s: {r.first_durable:.1f} s", ""]
+    out += ["Checked: every name and size, and the bytes of one file in 1000."]
+    return out
+
+
+def report(args, meta, big, tree, tiny=None, many=None):
     out = [
         f"## SaneCopy benchmark, {meta['date']}",
         "",
@@ -656,6 +724,7 @@ def report(args, meta, big, tree, tiny=None):
         out += ["", f"Note: the tree is only {meta['tree_bytes'] / args.rate:.1f} s of stick time; "
                     "the throttle's initial burst of a few MB dominates it, so its ratios are not meaningful."]
     out += tiny_section(args, meta, tiny)
+    out += many_section(many)
     big_v = verdicts("big", big, "dd", args.size_mib * MiB)
     tree_v = verdicts("tree", tree, "cp", meta["tree_bytes"])
     if big_v or tree_v:
@@ -708,6 +777,10 @@ def main():
     ap.add_argument("--tiny", type=int, default=None,
                     help="number of tiny files (0.5-8 KiB, a source tree), copied unthrottled and at --rate; "
                          "0 leaves the pass out (default 50000, 5000 with --quick)")
+    ap.add_argument("--many", type=int, default=0,
+                    help="also copy this many tiny files (say 1000000) onto an unthrottled stick of their own, for "
+                         "peak RSS and the time to the first durable byte (default 0: left out; 1000000 takes about "
+                         "15 minutes and 12 GiB in --workdir)")
     ap.add_argument("--out", help="also write the Markdown report here")
     ap.add_argument("--quick", action="store_true", help="256 MiB and 300 files, for a smoke run")
     ap.add_argument("--tools", default=",".join(ALL_TOOLS),
@@ -796,15 +869,18 @@ def main():
             meta["bdi_bw"] = stick.bdi_stats(s.majmin).get("BdiWriteBandwidth", 0)
     finally:
         shutil.rmtree(srcdir, ignore_errors=True)
+    many = many_pass(args, tools, args.workdir, 3600) if args.many else None
 
-    text = report(args, meta, big, tree, tiny)
+    text = report(args, meta, big, tree, tiny, many)
     print(text)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
     lat_rows = list(meta.get("latency", {}).get("rows", {}).values())
     tiny_rows = [r for res in (tiny[0].values() if tiny else []) for r in res.values()]
-    failed = [r for r in list(big.values()) + list(tree.values()) + tiny_rows + lat_rows if r is not None and not r.ok]
+    many_rows = list(many["results"].values()) if many else []
+    failed = [r for r in list(big.values()) + list(tree.values()) + tiny_rows + lat_rows + many_rows
+              if r is not None and not r.ok]
     return 1 if failed else 0
 
 

@@ -38,6 +38,8 @@ packages=(
     # CPack's DEB generator needs for it), flatpak-builder.
     libqt6svg6 desktop-file-utils appstream dpkg-dev file flatpak-builder
     python3 util-linux mount e2fsprogs rsync
+    # GNU time: the bench's peak RSS of each tool.
+    time
     # The man pages are made from each program's --help; man renders them in their test.
     help2man man-db
     # A private session bus for the single-instance test.

@@ -212,15 +212,17 @@ class Stick:
     Attributes once entered: img, dev (/dev/loopN), name (loopN), majmin, mnt.
     """
 
-    def __init__(self, size_mib=512, rate_bps=40_000_000, fs="ext4", workdir="/var/tmp", mnt=None, owner=None):
+    def __init__(self, size_mib=512, rate_bps=40_000_000, fs="ext4", workdir="/var/tmp", mnt=None, owner=None,
+                 inodes=None):
         """|mnt|: where to mount it (made, and removed again, when missing), as a desktop's
         /run/media/USER/LABEL; a fresh folder in /tmp otherwise. |owner|: (uid, gid) given the filesystem's root
-        folder, so an ordinary user can write to it (ext4 and xfs)."""
+        folder, so an ordinary user can write to it (ext4 and xfs). |inodes|: at least this many (ext4), for a
+        tree of more files than its size would give inodes for."""
         if fs == "ext4":
             self._mkfs = ["mkfs.ext4", "-q", "-F",
                           # No ext4lazyinit after mount: it would write inode tables
                           # through the throttle while a test measures something else.
-                          "-E", "lazy_itable_init=0,lazy_journal_init=0"]
+                          "-E", "lazy_itable_init=0,lazy_journal_init=0"] + (["-N", str(inodes)] if inodes else [])
         elif fs == "xfs":
             if shutil.which("mkfs.xfs") is None:
                 skip("mkfs.xfs not found (xfsprogs)")
