@@ -22,6 +22,7 @@
 #include "publish.h"
 #include "result.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -145,6 +146,22 @@ struct JobPlan {
         ExistingTarget existing;
     };
     std::vector<TakenTarget> taken;
+    // What a copy of this plan needs and what fits, for each way a front end may offer of dealing with the names
+    // in |taken|, counted in the same walk as the rest: no choice walks the tree again.
+    enum class TakenNames {
+        AskedOrKept, // asked one by one, or kept both: each needs its full size
+        Skipped,     // not written: no room, and not counted
+        Replaced,    // the difference, and the largest once (old and new both stand for a moment)
+    };
+    struct Room {
+        Status space;           // not enough space for all of it, as |space|
+        uint64_t files = 0;     // files and links it writes
+        uint64_t bytes = 0;     // of those files
+        uint64_t fit_files = 0; // with JobSpec::fit_to_space: what fits, in order (all of them when everything does)
+        uint64_t fit_bytes = 0;
+    };
+    std::array<Room, 3> rooms;
+    const Room &room(TakenNames how) const { return rooms[std::size_t(how)]; }
 
     // One line per problem, for a user to read before deciding to start.
     std::vector<std::string> problems() const;

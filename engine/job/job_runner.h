@@ -105,7 +105,9 @@ public:
         std::size_t seq = 0; // in the walk
         PlanEntry entry;
     };
-    ItemEntries(const ItemPlan &plan, const JobSpec &spec, const DeviceInfo &device);
+    // |report|: what the walk can't read that the plan could (a source removed since).
+    ItemEntries(const ItemPlan &plan, const JobSpec &spec, const DeviceInfo &device,
+                std::function<void(Status)> report);
 
     // Moves to the next entry (the first, on the first call); false at the end. The entry before is gone.
     bool advance();
@@ -121,6 +123,7 @@ private:
     const ItemPlan &plan_;
     const JobSpec &spec_;
     const DeviceInfo &device_;
+    std::function<void(Status)> report_; // before |tree_|, whose walk may report as it is made
     TreeWalk tree_;
     std::deque<Entry> queue_;
     std::size_t read_ = 0; // entries read from |tree_|

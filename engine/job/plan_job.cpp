@@ -6,6 +6,7 @@
 #include "tree_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -43,8 +44,6 @@ std::string mib_text(uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 
 
 } // namespace
 
-// JobSpec::fit_to_space: the bytes files may take, when the free space is known. The margin (1/64 of it, at
-// least 1 MiB and at most 64 MiB) is for folders, FAT's directory clusters and a journal's metadata.
 // JobSpec::resume with fit_to_space: what the interrupted run left on the device for |e| needs no room again:
 // all of a file it published (the job's quick check), the blocks of a big file's part file, which the resumed
 // copy keeps. Without this a resumed "copy what fits" would count its own files against the space they took.
@@ -61,9 +60,11 @@ static uint64_t left_by_interrupted_run(const std::string &target, const PlanEnt
     return 0;
 }
 
-static std::optional<uint64_t> fit_budget(const JobSpec &spec, const DeviceInfo &device)
+// JobSpec::fit_to_space: the bytes files may take, when the free space is known. The margin (1/64 of it, at
+// least 1 MiB and at most 64 MiB) is for folders, FAT's directory clusters and a journal's metadata.
+static std::optional<uint64_t> fit_budget(const DeviceInfo &device)
 {
-    if (!spec.fit_to_space || !device.free_bytes)
+    if (!device.free_bytes)
         return std::nullopt;
     const uint64_t free = *device.free_bytes;
     const uint64_t margin = std::clamp<uint64_t>(free / 64, 1 << 20, 64 << 20);
@@ -72,26 +73,90 @@ static std::optional<uint64_t> fit_budget(const JobSpec &spec, const DeviceInfo 
 
 namespace {
 
-// The space a plan's files need, counted entry by entry, and what the job will do with a name already taken
-// when that is known now: skipped, nothing; replaced, the difference, plus the largest such file once (old and
-// new both stand until the new one takes the name). Asked file by file, it is counted in full.
+// What stands at an entry's target before anything is decided.
+struct TargetLook {
+    uint64_t takes = 0;       // the entry's size, rounded (SpaceCount::rounded)
+    uint64_t left = 0;        // JobSpec::resume: what an interrupted run left there for it, rounded
+    bool taken = false;       // a file or link goes where something stands (JobPlan::taken)
+    bool replaceable = false; // ... and it is a regular file, whose blocks a replacement frees
+    uint64_t held = 0;        // its blocks, rounded
+};
+
+// The space files need, counted entry by entry, under one way of dealing with names already taken: skipped,
+// nothing; replaced, the difference, plus the largest such file once (old and new both stand until the new one
+// takes the name); asked file by file or kept both, in full. With a budget (JobSpec::fit_to_space), a file that
+// does not fit in what is left of it is not counted. Sizes are rounded to what each file takes at least (a
+// block, a FAT cluster); metadata is not counted, so the plan catches the clear cases up front and ENOSPC
+// mid-copy is still handled.
 struct SpaceCount {
-    SpaceCount(const JobSpec &spec, const DeviceInfo &device)
-        : unit(std::max<uint64_t>(4096, device.allocation_unit)),
-          budget(fit_budget(spec, device)),
-          skip_taken(spec.conflict == ConflictPolicy::Skip && !spec.ask_conflict),
-          replace_taken(spec.conflict == ConflictPolicy::Overwrite && !spec.ask_conflict)
+    SpaceCount(const DeviceInfo &device, ConflictPolicy taken_policy, std::optional<uint64_t> budget, bool resume)
+        : budget(budget),
+          skip_taken(taken_policy == ConflictPolicy::Skip),
+          replace_taken(taken_policy == ConflictPolicy::Overwrite),
+          resume(resume),
+          unit(std::max<uint64_t>(4096, device.allocation_unit))
     {}
-    // Rounded to what each file takes at least (a block, a FAT cluster); metadata is not counted, so the plan
-    // catches the clear cases up front and ENOSPC mid-copy is still handled.
     uint64_t rounded(uint64_t bytes) const { return (bytes + unit - 1) / unit * unit; }
 
-    const uint64_t unit;
+    uint64_t takes(const TargetLook &t)
+    {
+        if (budget && resume)
+            return t.takes > t.left ? t.takes - t.left : 0;
+        if (!t.taken)
+            return t.takes;
+        if (skip_taken)
+            return 0;
+        if (!replace_taken || !t.replaceable)
+            return t.takes;
+        replace_peak = std::max(replace_peak, t.takes);
+        return t.takes > t.held ? t.takes - t.held : 0;
+    }
+
+    // Counts an entry that is not left out for another reason; false: a file the budget has no room for.
+    // |count_skipped|: a file or link the policy skips is still counted (the job's own plan, which reports it
+    // when it meets it), or not at all (what a choice would write).
+    bool add(const PlanEntry &e, const TargetLook &t, bool count_skipped)
+    {
+        if (e.kind != EntryKind::File && e.kind != EntryKind::Symlink)
+            return true;
+        if (skip_taken && t.taken && !count_skipped)
+            return true;
+        const uint64_t n = takes(t);
+        if (e.kind == EntryKind::File && budget && needed + n > *budget)
+            return false;
+        ++files;
+        bytes += e.kind == EntryKind::File ? e.size : 0;
+        needed += e.kind == EntryKind::File ? n : 0;
+        return true;
+    }
+
     const std::optional<uint64_t> budget;
     const bool skip_taken;
     const bool replace_taken;
+    const bool resume;
+    const uint64_t unit;
     uint64_t needed = 0;
     uint64_t replace_peak = 0;
+    uint64_t files = 0; // files and links
+    uint64_t bytes = 0; // of the files
+};
+
+// The job's own count, and for each way of dealing with taken names what all of it needs and what fits: the
+// front end's choices (JobPlan::rooms), counted in the same walk.
+struct SpaceCounts {
+    SpaceCounts(const JobSpec &spec, const DeviceInfo &device)
+        : job(device, spec.ask_conflict ? ConflictPolicy::Refuse : spec.conflict,
+              spec.fit_to_space ? fit_budget(device) : std::nullopt, spec.resume),
+          all {SpaceCount(device, ConflictPolicy::Refuse, std::nullopt, spec.resume),
+               SpaceCount(device, ConflictPolicy::Skip, std::nullopt, spec.resume),
+               SpaceCount(device, ConflictPolicy::Overwrite, std::nullopt, spec.resume)},
+          fit {SpaceCount(device, ConflictPolicy::Refuse, fit_budget(device), spec.resume),
+               SpaceCount(device, ConflictPolicy::Skip, fit_budget(device), spec.resume),
+               SpaceCount(device, ConflictPolicy::Overwrite, fit_budget(device), spec.resume)}
+    {}
+    SpaceCount job;
+    std::array<SpaceCount, 3> all; // by JobPlan::TakenNames
+    std::array<SpaceCount, 3> fit;
 };
 
 void probe_destination(JobPlan &plan, const std::string &target_dir)
@@ -105,13 +170,12 @@ void probe_destination(JobPlan &plan, const std::string &target_dir)
 }
 
 // A folder onto a folder merges; a file or link onto any name in use is a conflict, which the plan lists.
-// Returns what the entry takes once the job has dealt with the name (SpaceCount).
-uint64_t note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const std::string &target, uint64_t takes,
-                    SpaceCount &space)
+void note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const std::string &target, TargetLook &look,
+                const SpaceCount &space)
 {
     struct stat st {};
     if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return takes;
+        return;
     JobPlan::TakenTarget t;
     t.source = join(strip_trailing_slashes(item.item.source), e.rel);
     t.target = target;
@@ -120,59 +184,70 @@ uint64_t note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, con
     t.is_link = e.kind == EntryKind::Symlink;
     t.existing = {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
     plan.taken.push_back(std::move(t));
-    if (space.skip_taken)
-        return 0;
-    if (!space.replace_taken || !S_ISREG(st.st_mode))
-        return takes;
-    const uint64_t held = space.rounded(uint64_t(st.st_blocks) * 512);
-    space.replace_peak = std::max(space.replace_peak, takes);
-    return takes > held ? takes - held : 0;
+    look.taken = true;
+    look.replaceable = S_ISREG(st.st_mode);
+    look.held = space.rounded(uint64_t(st.st_blocks) * 512);
 }
 
-// What the entry will take on the device.
-uint64_t space_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const JobSpec &spec, SpaceCount &space)
+// What stands at the target of an entry that is not left out.
+TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const JobSpec &spec,
+                          const SpaceCount &space)
 {
     const std::string target =
         join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
-    uint64_t takes = space.rounded(e.allocated);
-    if (space.budget && spec.resume && e.skip_reason.empty() && e.kind == EntryKind::File) {
-        const uint64_t there = space.rounded(left_by_interrupted_run(target, e, plan.device.limits));
-        takes = takes > there ? takes - there : 0;
-    }
-    if (e.skip_reason.empty() && (e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume)
-        takes = note_taken(plan, item, e, target, takes, space);
-    return takes;
+    TargetLook look;
+    look.takes = space.rounded(e.allocated);
+    if (spec.resume && e.kind == EntryKind::File && plan.device.free_bytes)
+        look.left = space.rounded(left_by_interrupted_run(target, e, plan.device.limits));
+    if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume)
+        note_taken(plan, item, e, target, look, space);
+    return look;
 }
 
-void plan_entry(JobPlan &plan, ItemPlan &item, PlanEntry &e, const JobSpec &spec, SpaceCount &space)
+void plan_entry(JobPlan &plan, ItemPlan &item, PlanEntry &e, const JobSpec &spec, SpaceCounts &space)
 {
     item.bytes += e.kind == EntryKind::File ? e.size : 0;
     item.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
     check_against_device(item.item, e, spec, plan.device);
-    const uint64_t takes = space_taken(plan, item, e, spec, space);
-    if (space.budget && e.kind == EntryKind::File && e.skip_reason.empty() && space.needed + takes > *space.budget) {
-        left_for_want_of_room(e);
-        item.no_room.insert(e.rel);
+    if (e.skip_reason.empty()) {
+        const TargetLook look = look_at_target(plan, item, e, spec, space.job);
+        for (std::size_t i = 0; i < space.all.size(); ++i) {
+            space.all[i].add(e, look, false);
+            space.fit[i].add(e, look, false);
+        }
+        if (!space.job.add(e, look, true)) {
+            left_for_want_of_room(e);
+            item.no_room.insert(e.rel);
+        }
     }
-    if (!e.skip_reason.empty()) {
+    if (!e.skip_reason.empty())
         plan.left_out.push_back({join(strip_trailing_slashes(item.item.source), e.rel), e.left_out, e.skip_reason});
-        return;
-    }
-    plan.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
-    if (e.kind != EntryKind::File)
-        return;
-    plan.total_bytes += e.size;
-    space.needed += takes;
 }
 
 // Unknown free space (fusefat reports a size of 0) is never taken as full. A resumed copy finds much of itself
 // on the device already: it is not checked up front, and ENOSPC mid-copy says the same.
-void check_space(JobPlan &plan, const JobSpec &spec, uint64_t needed)
+Status space_problem(const JobPlan &plan, const JobSpec &spec, uint64_t needed)
 {
     if (plan.device.free_bytes && needed > *plan.device.free_bytes && !spec.resume)
-        plan.space = Status::destination(ENOSPC, "space check", plan.device.mount_point)
-                         .with_detail("not enough space: the copy needs " + mib_text(needed) + ", " +
-                                      mib_text(*plan.device.free_bytes) + " free");
+        return Status::destination(ENOSPC, "space check", plan.device.mount_point)
+            .with_detail("not enough space: the copy needs " + mib_text(needed) + ", " +
+                         mib_text(*plan.device.free_bytes) + " free");
+    return {};
+}
+
+void count_space(JobPlan &plan, const JobSpec &spec, const SpaceCounts &space)
+{
+    plan.files = space.job.files;
+    plan.total_bytes = space.job.bytes;
+    plan.space = space_problem(plan, spec, space.job.needed + space.job.replace_peak);
+    for (std::size_t i = 0; i < plan.rooms.size(); ++i) {
+        JobPlan::Room &room = plan.rooms[i];
+        room.space = space_problem(plan, spec, space.all[i].needed + space.all[i].replace_peak);
+        room.files = space.all[i].files;
+        room.bytes = space.all[i].bytes;
+        room.fit_files = space.fit[i].files;
+        room.fit_bytes = space.fit[i].bytes;
+    }
 }
 
 } // namespace
@@ -189,18 +264,20 @@ JobPlan plan_job(const JobSpec &spec)
     if (res.items.empty())
         return plan;
     probe_destination(plan, res.items.front().target_dir);
-    SpaceCount space(spec, plan.device);
+    SpaceCounts space(spec, plan.device);
     for (CopyItem &copy : res.items) {
         ItemPlan &item = plan.items.emplace_back();
         item.item = std::move(copy);
-        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source,
-                      [&](Status s) { plan.errors.push_back(std::move(s)); });
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [&](Status s) {
+            item.unreadable.insert(s.path());
+            plan.errors.push_back(std::move(s));
+        });
         for (PlanEntry e; walk.next(e);) {
             item.found = true;
             plan_entry(plan, item, e, spec, space);
         }
     }
-    check_space(plan, spec, space.needed + space.replace_peak);
+    count_space(plan, spec, space);
     return plan;
 }
 

@@ -142,7 +142,11 @@ void JobRunner::run_item(const ItemPlan &plan)
     if (spec_.move && root_st.st_dev == device_.st_dev && move_by_rename(plan, src_root, dst_root))
         return;
     ItemWalk walk {plan,
-                   ItemEntries(plan, spec_, device_),
+                   ItemEntries(plan, spec_, device_,
+                               [this](Status s) {
+                                   const std::string path = s.path();
+                                   report_error(std::move(s), path);
+                               }),
                    DirCache(src_root, item.source_dir, Side::Source),
                    DirCache(dst_root, item.target_dir, Side::Destination),
                    {},

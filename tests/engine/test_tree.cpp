@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -419,6 +420,105 @@ TEST_CASE("plan: files whose target name is taken are listed before the first by
     JobSpec resume = spec_of({t / "src/tree"}, t / "out");
     resume.resume = true;
     CHECK(plan_job(resume).taken.empty());
+}
+
+namespace {
+// The device shows |free| bytes free; the folders listed are counted.
+struct SmallDevice : FaultSyscalls {
+    uint64_t free = 0;
+    std::atomic<int> listings {0};
+    int raw_fstatfs(int fd, struct statfs *st) override
+    {
+        const int r = Syscalls::raw_fstatfs(fd, st);
+        if (r == 0 && st->f_blocks > 0)
+            st->f_bavail = st->f_bfree = free / (st->f_frsize ? st->f_frsize : st->f_bsize);
+        return r;
+    }
+    int raw_list_dir(int dirfd, std::vector<std::string> &names) override
+    {
+        ++listings;
+        return Syscalls::raw_list_dir(dirfd, names);
+    }
+};
+} // namespace
+
+namespace {
+// Removes |victim| right after the |nth| listing of a folder: between the plan's walk and the copy's.
+struct RemovedAfterListing : FaultSyscalls {
+    std::string victim;
+    int nth = 2;
+    std::atomic<int> listings {0};
+    int raw_list_dir(int dirfd, std::vector<std::string> &names) override
+    {
+        const int r = Syscalls::raw_list_dir(dirfd, names);
+        if (++listings == nth)
+            ::unlink(victim.c_str());
+        return r;
+    }
+};
+} // namespace
+
+TEST_CASE("walk: a source removed between the plan and the copy is reported, not passed over")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    mkdir_p(t / "out");
+    write_text_file(t / "tree/a", "a");
+    write_text_file(t / "tree/gone", "g");
+    RemovedAfterListing fs;
+    fs.victim = t / "tree/gone";
+    JobRun run;
+    {
+        ScopedSyscalls seam(fs);
+        run = run_job(spec_of({t / "tree"}, t / "out"));
+    }
+    CHECK(fs.listings == 2); // the plan's walk and the copy's, one listing each
+    CHECK(run.summary.errors == 1);
+    const JobEvent *error = run.first(JobEvent::Kind::Error);
+    REQUIRE(error != nullptr);
+    CHECK(error->path == t / "tree/gone");
+    CHECK(read_file(t / "out/tree/a") == "a");
+}
+
+TEST_CASE("plan: what each answer to the names taken would need and copy is counted in the one walk")
+{
+    TempDir t;
+    for (const char *dir : {"src", "src/tree", "out", "out/tree"})
+        mkdir_p(t / dir);
+    write_pattern_file(t / "src/tree/film", 5 << 20);  // an update of the film already there
+    write_pattern_file(t / "src/tree/notes", 1 << 20); // new
+    write_pattern_file(t / "src/tree/zz", 1 << 20);    // new, last
+    write_pattern_file(t / "out/tree/film", 5 << 20);
+    SmallDevice fs;
+    fs.free = 3 << 20; // of it 1 MiB is the fit's margin: 2 MiB for files
+    JobPlan plan;
+    {
+        ScopedSyscalls seam(fs);
+        plan = plan_job(spec_of({t / "src/tree"}, t / "out"));
+    }
+    CHECK(fs.listings == 1); // the tree's one folder, once
+    REQUIRE(plan.taken.size() == 1);
+    using How = JobPlan::TakenNames;
+    // Asked one by one, or kept both: 7 MiB in full. In order, the film does not fit in 2 MiB; the new files do.
+    const JobPlan::Room &asked = plan.room(How::AskedOrKept);
+    CHECK_FALSE(asked.space.ok());
+    CHECK(asked.files == 3);
+    CHECK(asked.fit_files == 2);
+    CHECK(asked.fit_bytes == 2u << 20);
+    // Skipped: the film is not written; the two new files fit.
+    const JobPlan::Room &skipped = plan.room(How::Skipped);
+    CHECK(skipped.space.ok());
+    CHECK(skipped.files == 2);
+    CHECK(skipped.bytes == 2u << 20);
+    // Replaced: the film's difference is nothing, but old and new stand side by side for a moment.
+    const JobPlan::Room &replaced = plan.room(How::Replaced);
+    CHECK_FALSE(replaced.space.ok());
+    CHECK(replaced.files == 3);
+    CHECK(replaced.fit_files == 3);
+    // The job's own count is the one it was asked for (refuse, and ask): as "asked".
+    CHECK(plan.files == 3);
+    CHECK(plan.space.message() == asked.space.message());
+    CHECK(list_tree(t / "out/tree") == ".\tdir\nfilm\tfile\t5242880\n"); // planning wrote nothing
 }
 
 namespace {

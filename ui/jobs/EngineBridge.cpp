@@ -250,27 +250,18 @@ void EngineBridge::discardAsync(quint64 requestId, const Options &options)
 }
 
 namespace {
-// The space line of |plan| and, without room for everything, what "copy what fits" would copy: the same plan,
-// fitted (a second walk). With |skipping|, the plan's names taken are files the job will leave alone: they
-// are not counted as copied.
-PlanSummary::Room roomOf(const sanecopy::JobSpec &spec, const sanecopy::JobPlan &plan, bool skipping)
+// The space line for one way of dealing with the names taken and, without room for everything, what "copy what
+// fits" would copy; all counted in the plan's one walk.
+PlanSummary::Room roomOf(const sanecopy::JobPlan &plan, sanecopy::JobPlan::TakenNames how)
 {
-    uint64_t skippedFiles = 0, skippedBytes = 0;
-    for (const auto &t : skipping ? plan.taken : std::vector<sanecopy::JobPlan::TakenTarget>()) {
-        ++skippedFiles;
-        skippedBytes += t.is_link ? 0 : t.source_size;
-    }
-    const auto less = [](uint64_t all, uint64_t some) { return qint64(all - std::min(all, some)); };
+    const sanecopy::JobPlan::Room &r = plan.room(how);
     PlanSummary::Room room;
-    room.files = less(plan.files, skippedFiles);
-    if (plan.space.ok())
+    room.files = qint64(r.files);
+    if (r.space.ok())
         return room;
-    room.problem = QString::fromStdString(plan.space.message());
-    sanecopy::JobSpec fit = spec;
-    fit.fit_to_space = true;
-    const sanecopy::JobPlan fitted = sanecopy::plan_job(fit);
-    room.fitFiles = less(fitted.files, skippedFiles);
-    room.fitBytes = less(fitted.total_bytes, skippedBytes);
+    room.problem = QString::fromStdString(r.space.message());
+    room.fitFiles = qint64(r.fit_files);
+    room.fitBytes = qint64(r.fit_bytes);
     return room;
 }
 } // namespace
@@ -330,18 +321,10 @@ PlanSummary summarize(const sanecopy::JobSpec &spec)
     summary.blockDevice = qs(plan.device.block_device);
     summary.removable = plan.device.removable;
     summary.taken = takenNames(plan, spec.destination);
-    summary.room = roomOf(spec, plan, false);
-    summary.roomIfSkipped = summary.roomIfReplaced = summary.room;
-    if (plan.taken.empty())
-        return summary;
-    // The job plans again with the user's choice; so does this, for each choice the dialog offers, with the same
-    // function, so what the dialog says is what the job will find. Walks again only when names are taken.
-    for (auto [policy, room] : {std::pair {sanecopy::ConflictPolicy::Skip, &summary.roomIfSkipped},
-                                std::pair {sanecopy::ConflictPolicy::Overwrite, &summary.roomIfReplaced}}) {
-        sanecopy::JobSpec choice = spec;
-        choice.conflict = policy;
-        *room = roomOf(choice, sanecopy::plan_job(choice), policy == sanecopy::ConflictPolicy::Skip);
-    }
+    using How = sanecopy::JobPlan::TakenNames;
+    summary.room = roomOf(plan, How::AskedOrKept);
+    summary.roomIfSkipped = roomOf(plan, How::Skipped);
+    summary.roomIfReplaced = roomOf(plan, How::Replaced);
     return summary;
 }
 
