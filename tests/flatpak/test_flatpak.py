@@ -314,13 +314,19 @@ def check_window(desk, s, shots, removable):
         "the job view's bytes never ran ahead of the stick, and 100 % came with the data on it",
         f"at most {worst / MiB:.2f} MiB ahead; {0 if left is None else left / MiB:.2f} MiB left at the end; "
         f"percents {percents[:3]}...{percents[-2:]}")
-    note = desk.wait_event(lambda e: e["call"] == "Notify", 20) or next(iter(desk.calls("Notify")), None)
     # A loop device is no removable disk: its headline is "Copy done" ("Safe to unplug" on a stick, as the probe
-    # says; the USB VM sees that one).
+    # says; the USB VM sees that one). With a job view, Plasma's notification of the finished view is the one:
+    # it carries the headline as the view's title, and the window sends none of its own.
     headline = "Safe to unplug" if removable else "Copy done"
-    tap(note is not None and note["args"][1] == headline and "on the device" in note["args"][2],
-        f"the end of the copy is notified through org.freedesktop.Notifications: \"{headline}\"",
-        json.dumps(note["args"]) if note else "no notification")
+    titles = [e["args"][0] for e in desk.calls("setInfoMessage", view)] if view else []
+    note = desk.wait_event(lambda e: e["call"] == "Notify", 3) or next(iter(desk.calls("Notify")), None)
+    tap(titles and titles[-1] == headline and note is None,
+        f"the end of the copy is one notification, the job view's, titled \"{headline}\"",
+        f"titles {titles}; notification {json.dumps(note['args']) if note else 'none'}")
+    sources = [e["args"] for e in desk.calls("setDescriptionField", view)] if view else []
+    tap([1, "Destination", target] in [list(a) for a in sources] and [0, "Source", first] in [list(a) for a in sources],
+        "the job view names the file as its source, and where it goes on the stick as its destination",
+        json.dumps(sources))
 
     # A second start (a second "Safe Copy To…") hands its file over to the running window and exits 0.
     start = time.monotonic()

@@ -34,6 +34,8 @@ public:
     bool terminated = false;
     QString terminateMessage;
     QStringList description;
+    QString title; // the last info message: Plasma's title for the view
+    uint error = 0;
     int calls = 0;
 
 public Q_SLOTS:
@@ -43,7 +45,8 @@ public Q_SLOTS:
     Q_SCRIPTABLE void setProcessedAmount(qulonglong a, const QString &u) { processed[u] = a, ++calls; }
     Q_SCRIPTABLE void setPercent(uint p) { percent = p, ++calls; }
     Q_SCRIPTABLE void setSpeed(qulonglong s) { speed = s, ++calls; }
-    Q_SCRIPTABLE void setInfoMessage(const QString &m) { description << m, ++calls; }
+    Q_SCRIPTABLE void setInfoMessage(const QString &m) { description << m, title = m, ++calls; }
+    Q_SCRIPTABLE void setError(uint e) { error = e, ++calls; }
     Q_SCRIPTABLE bool setDescriptionField(uint, const QString &n, const QString &v)
     {
         description << n + QLatin1String(": ") + v, ++calls;
@@ -162,10 +165,13 @@ private Q_SLOTS:
         QTRY_COMPARE(cancel.count(), 1);
         QCOMPARE(cancel.first().first().toULongLong(), quint64(7));
 
-        views.onFinished(7, QString());
+        // The end is Plasma's one notification of the copy, with the window's headline.
+        QVERIFY(views.onFinished(7, {{}, QStringLiteral("Safe to unplug"), false}));
         QTRY_VERIFY(view->terminated);
         QVERIFY(view->terminateMessage.isEmpty());
         QCOMPARE(view->percent, 100u);
+        QCOMPARE(view->title, QStringLiteral("Safe to unplug"));
+        QCOMPARE(view->error, 0u);
         // Nothing more goes to an ended view.
         const int calls = view->calls;
         views.onProgress(progress(7, sanecopy::JobState::Running, 1, 1));
@@ -180,12 +186,27 @@ private Q_SLOTS:
         FakeJobViewServer &server = fake.server;
         PlasmaJobViews views(QDBusConnection::connectToBus(address_, QStringLiteral("app2")));
         views.addJob(1, QStringLiteral("/a"), QStringLiteral("/media/STICK"));
-        // Ended before the server answered: the view is ended as soon as it exists.
-        views.onFinished(1, QStringLiteral("The device was removed before the copy finished"));
+        // Ended before the server answered: the view is ended as soon as it exists, and the window notifies.
+        QVERIFY(!views.onFinished(1, {QStringLiteral("The device was removed before the copy finished"), {}, false}));
         QTRY_COMPARE(server.views.size(), 1);
         QTRY_VERIFY(server.views.first()->terminated);
         QCOMPARE(server.views.first()->terminateMessage,
                  QStringLiteral("The device was removed before the copy finished"));
+    }
+
+    void aCancelledCopyLeavesNoNotification()
+    {
+        ServedFake fake(address_, QStringLiteral("plasma4"));
+        QVERIFY(fake.serve());
+        PlasmaJobViews views(QDBusConnection::connectToBus(address_, QStringLiteral("app4")));
+        views.addJob(2, QStringLiteral("/a"), QStringLiteral("/media/STICK/a"));
+        QTRY_VERIFY(!views.viewPath(2).isEmpty());
+        // Plasma drops a view that ends "cancelled by the user"; the window's own notification says what was left.
+        QVERIFY(!views.onFinished(2, {{}, QStringLiteral("Copy cancelled"), true}));
+        FakeJobView *view = fake.server.views.first();
+        QTRY_VERIFY(view->terminated);
+        QCOMPARE(view->error, 1u);
+        QVERIFY(!view->description.contains(QStringLiteral("Copy cancelled")));
     }
 
     void theViewsEndEvenWhenTheProgramEndsAtOnce()
@@ -216,15 +237,15 @@ private Q_SLOTS:
         t.start();
         views.addJob(1, QStringLiteral("/a"), QStringLiteral("/b"));
         views.onProgress(progress(1, sanecopy::JobState::Running, 1, 2));
-        views.onFinished(1, QString());
-        QVERIFY(t.elapsed() < 1000); // nothing waited for an answer
+        QVERIFY(!views.onFinished(1, {})); // no view: the window notifies
+        QVERIFY(t.elapsed() < 1000);       // nothing waited for an answer
         QTest::qWait(200);
         QVERIFY(views.viewPath(1).isEmpty());
         // And with no bus at all.
         PlasmaJobViews none(QDBusConnection(QStringLiteral("not connected")));
         none.addJob(2, QStringLiteral("/a"), QStringLiteral("/b"));
         none.onProgress(progress(2, sanecopy::JobState::Running, 1, 2));
-        none.onFinished(2, QString());
+        QVERIFY(!none.onFinished(2, {}));
     }
 };
 

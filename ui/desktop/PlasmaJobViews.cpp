@@ -15,6 +15,7 @@ namespace SaneCopy {
 namespace {
 const QString kViewInterface = QStringLiteral("org.kde.JobViewV2");
 constexpr int kKillable = 0x0001, kSuspendable = 0x0002;
+constexpr int kUserCanceled = 1; // KIO::ERR_USER_CANCELED, KJob::KilledJobError
 } // namespace
 
 PlasmaJobViews::PlasmaJobViews(QDBusConnection bus, QObject *parent) : QObject(parent), bus_(std::move(bus)) {}
@@ -60,7 +61,7 @@ void PlasmaJobViews::viewReady(quint64 jobId, const QString &path)
                                                                  : SLOT(onViewResume()));
     }
     if (v.finished)
-        onFinished(jobId, v.endMessage);
+        onFinished(jobId, v.end);
 }
 
 void PlasmaJobViews::call(const QString &path, const QString &method, const QVariantList &args)
@@ -98,20 +99,28 @@ void PlasmaJobViews::onProgress(const JobProgress &p)
     call(v.path, QStringLiteral("setSpeed"), {qulonglong(qMax(0.0, p.deviceRate))});
 }
 
-void PlasmaJobViews::onFinished(quint64 jobId, const QString &message)
+bool PlasmaJobViews::onFinished(quint64 jobId, const End &end)
 {
     auto it = views_.find(jobId);
     if (it == views_.end())
-        return;
-    if (it->path.isEmpty()) { // the server has not answered yet
+        return false;
+    if (it->path.isEmpty()) { // the server has not answered yet, and may never: the window says it itself
         it->finished = true;
-        it->endMessage = message;
-        return;
+        it->end = end;
+        return false;
     }
-    if (message.isEmpty())
-        call(it->path, QStringLiteral("setPercent"), {100u});
-    call(it->path, QStringLiteral("terminate"), {message});
+    if (end.cancelled) {
+        // Plasma takes a view that ends with "cancelled by the user" (KIO's ERR_USER_CANCELED) away silently.
+        call(it->path, QStringLiteral("setError"), {uint(kUserCanceled)});
+    } else {
+        if (!end.headline.isEmpty())
+            call(it->path, QStringLiteral("setInfoMessage"), {end.headline});
+        if (end.failure.isEmpty())
+            call(it->path, QStringLiteral("setPercent"), {100u});
+    }
+    call(it->path, QStringLiteral("terminate"), {end.failure});
     views_.erase(it);
+    return !end.cancelled;
 }
 
 void PlasmaJobViews::endAll(const QString &message)
@@ -121,7 +130,7 @@ void PlasmaJobViews::endAll(const QString &message)
     const QList<quint64> ids = views_.keys();
     for (const quint64 id : ids) {
         sent = sent || !views_.value(id).path.isEmpty();
-        onFinished(id, message);
+        onFinished(id, End {message, {}, false});
     }
     // This runs as the window goes away, and the process may end right after: the sends above are only queued.
     // One round trip to the bus itself, on the same connection, returns after they have all reached the bus,

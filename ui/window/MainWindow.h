@@ -14,6 +14,7 @@
 #include <QMainWindow>
 #include <QStringList>
 #include <memory>
+#include <optional>
 
 class QCheckBox;
 class QLabel;
@@ -29,6 +30,8 @@ class DestinationPicker;
 class DolphinPlace;
 class EngineBridge;
 class JobModel;
+class MessageBar;
+struct NotificationText;
 class PlasmaJobViews;
 class QueueView;
 class QuestionDialogs;
@@ -47,6 +50,7 @@ public:
 
     SourceDropArea *sourceArea() const { return sources_; }
     DestinationPicker *destinationPicker() const { return destination_; }
+    MessageBar *messageBar() const { return messages_; }
     QueueView *queueView() const { return queue_; }
     JobModel *model() const { return model_; }
     EngineBridge *bridge() const { return bridge_; }
@@ -111,10 +115,12 @@ private:
     void mountThenCopy(const QString &block);
     void onPlanned(quint64 requestId, const PlanSummary &plan);
     void askAboutPlan(const PendingCopy &pending, const PlanSummary &plan);
-    void notifyFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
+    // What the end of a copy is notified as: sent by the window, or carried by Plasma's view of it.
+    std::optional<NotificationText> endOfCopy(quint64 jobId, bool ok, bool cancelled, qint64 bytes) const;
     void queueCopy(const PendingCopy &copy, const PlanSummary &plan);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
     void settleUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present);
+    void openUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present);
     void eject(quint64 jobId);
     void updateHint();
     // Settings > Add to / Remove from Dolphin's context menu, inside flatpak only (see DolphinHook.h).
@@ -134,6 +140,7 @@ private:
     QCheckBox *move_;
     QCheckBox *manifest_;
     QLabel *hint_;
+    MessageBar *messages_; // questions that are not about a running copy
     QueueView *queue_;
     QToolButton *clearFinished_;
     QSystemTrayIcon *tray_ = nullptr;

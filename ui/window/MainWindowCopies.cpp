@@ -16,6 +16,7 @@
 #include "Udisks.h"
 
 #include <QCheckBox>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
@@ -157,7 +158,11 @@ void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
     model_->addJob(jobId, options.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),
                    dest, plan.mountPoint, plan.blockDevice, plan.removable);
     model_->setVerify(jobId, options.verify);
-    jobViews_->addJob(jobId, options.sources.size() == 1 ? displayPath(options.sources.first()) : what, dest);
+    const QString first = displayPath(options.sources.first());
+    const bool one = options.sources.size() == 1;
+    jobViews_->addJob(
+        jobId, one ? first : tr("%1 and %2 more").arg(QFileInfo(first).fileName()).arg(options.sources.size() - 1),
+        one && QFileInfo(dest).isDir() ? QDir(dest).filePath(QFileInfo(first).fileName()) : dest);
     Q_EMIT jobQueued(jobId);
 }
 
@@ -167,9 +172,12 @@ void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes
     // A copy whose stick was pulled is unfinished: its record stays for the next start. Any other end is an end.
     const QString key = journalKeys_.take(jobId);
     const int jobRow = model_->rowOf(jobId);
-    // Plasma's view ends with the job: an error text only for a failure (a cancel is the user's own doing).
-    jobViews_->onFinished(
-        jobId, ok || cancelled || jobRow < 0 ? QString() : model_->index(jobRow).data(JobModel::StatusRole).toString());
+    // Plasma's view ends with the job, with the headline the window would notify: its notification is the one.
+    // An error text only for a failure (a cancel is the user's own doing).
+    const std::optional<NotificationText> end = endOfCopy(jobId, ok, cancelled, bytes);
+    const bool plasmaSaysIt = jobViews_->onFinished(
+        jobId, {ok || cancelled || jobRow < 0 ? QString() : model_->index(jobRow).data(JobModel::StatusRole).toString(),
+                end ? end->summary : QString(), cancelled});
     if (jobRow >= 0 && model_->index(jobRow).data(JobModel::DeviceRemovedRole).toBool())
         journal_->release(key);
     else
@@ -184,22 +192,22 @@ void MainWindow::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes
         Q_EMIT backgroundCopiesDone();
     }
     destination_->refreshDevices(); // the free space changed
-    notifyFinished(jobId, ok, cancelled, bytes);
+    if (end && !plasmaSaysIt)
+        sendNotification(*end);
 }
 
-void MainWindow::notifyFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes)
+std::optional<NotificationText> MainWindow::endOfCopy(quint64 jobId, bool ok, bool cancelled, qint64 bytes) const
 {
     const int row = model_->rowOf(jobId);
     if (row < 0)
-        return;
+        return std::nullopt;
     const QModelIndex i = model_->index(row);
     const bool removable =
         !i.data(JobModel::BlockDeviceRole).toString().isEmpty() && i.data(JobModel::CanEjectRole).toBool();
     const QString title = i.data(JobModel::TitleRole).toString();
-    sendNotification(
-        i.data(JobModel::DeviceRemovedRole).toBool()
-            ? removedNotification(title)
-            : notificationFor(title, ok, cancelled, bytes, removable, i.data(JobModel::SummaryRole).toString()));
+    return i.data(JobModel::DeviceRemovedRole).toBool()
+               ? removedNotification(title)
+               : notificationFor(title, ok, cancelled, bytes, removable, i.data(JobModel::SummaryRole).toString());
 }
 
 void MainWindow::eject(quint64 jobId)
