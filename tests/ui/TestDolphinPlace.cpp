@@ -5,6 +5,7 @@
 // worker built (no KDE Frameworks), the cases that need the helper skip and say so.
 #include "DolphinPlace.h"
 #include "MainWindow.h"
+#include "MessageBar.h"
 #include "PrivateBus.h"
 
 #include <QAction>
@@ -161,16 +162,13 @@ private Q_SLOTS:
         window.setDolphinPlaceHelper(helper_);
         window.show();
         window.offerDolphinPlace();
-        QMessageBox *box = nullptr;
-        QVERIFY(QTest::qWaitFor(
-            [&] {
-                box = window.findChild<QMessageBox *>(QStringLiteral("dolphinPlaceQuestion"));
-                return box && box->isVisible();
-            },
-            30000));
-        QVERIFY(box->text().contains(QStringLiteral("Dolphin")));
+        // Asked inside the window, not in a dialog over it.
+        MessageBar *bar = window.messageBar();
+        QVERIFY(QTest::qWaitFor([&] { return bar->isVisible(); }, 30000));
+        QVERIFY(!window.findChild<QDialog *>());
+        QVERIFY2(bar->text().contains(QStringLiteral("Dolphin")), qPrintable(bar->text()));
         QAbstractButton *add = nullptr;
-        for (QAbstractButton *b : box->buttons())
+        for (QAbstractButton *b : bar->buttons())
             if (b->text().contains(QStringLiteral("Add")))
                 add = b;
         QVERIFY(add);
@@ -188,7 +186,7 @@ private Q_SLOTS:
         again.show();
         again.offerDolphinPlace();
         QTest::qWait(3000);
-        QVERIFY(!again.findChild<QMessageBox *>(QStringLiteral("dolphinPlaceQuestion")));
+        QVERIFY(!again.messageBar()->isVisible());
     }
 };
 

@@ -9,6 +9,7 @@
 #include "JobJournal.h"
 #include "JobModel.h"
 #include "MainWindow.h"
+#include "MessageBar.h"
 #include "UnfinishedDialog.h"
 #include "fault_syscalls.h"
 
@@ -259,6 +260,38 @@ private Q_SLOTS:
         }
         QVERIFY(QFile::exists(out_ + QStringLiteral("/src/.b-big.bin.part")));
         QCOMPARE(JobJournal().claimUnfinished().size(), 1);
+    }
+
+    // A copy started with the window is not covered: the question waits in the window, and Review opens it.
+    void aRunningCopyIsNotCoveredByTheQuestion()
+    {
+        killAWindowMidCopy();
+        const QString other = out_ + QStringLiteral("-now");
+        QVERIFY(QDir().mkpath(other));
+        auto slow = sanecopy::test::SlowSeam::to_watch();
+        MainWindow w;
+        w.show();
+        w.applyCommandLine(parseCommandLine({"--to", QFile::encodeName(other), QFile::encodeName(src_)}, "/"));
+        QTRY_VERIFY_WITH_TIMEOUT(w.model()->anyRunning(), 30000);
+        QSignalSpy offered(&w, &MainWindow::unfinishedOffered);
+        w.offerUnfinished();
+        QVERIFY(offered.wait(10000));
+        QCOMPARE(offered.first().first().toInt(), 1);
+        QVERIFY(!w.findChild<UnfinishedDialog *>());
+        MessageBar *bar = w.messageBar();
+        QVERIFY(bar->isVisible());
+        QVERIFY2(bar->text().contains(QStringLiteral("unfinished")), qPrintable(bar->text()));
+        QPushButton *review = nullptr;
+        for (QPushButton *b : bar->buttons())
+            if (b->text().contains(QStringLiteral("Review")))
+                review = b;
+        QVERIFY(review);
+        review->click();
+        QTRY_VERIFY(w.findChild<UnfinishedDialog *>() && w.findChild<UnfinishedDialog *>()->isVisible());
+        QVERIFY(!bar->isVisible());
+        w.findChild<UnfinishedDialog *>()->laterButton()->click();
+        w.bridge()->cancel(w.model()->index(0).data(JobModel::JobIdRole).toULongLong());
+        QTRY_VERIFY_WITH_TIMEOUT(!w.model()->anyRunning(), 30000);
     }
 
     void closingWithACopyRunningAsksAndStopsToFinishLater()

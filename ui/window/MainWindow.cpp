@@ -5,6 +5,7 @@
 #include "DolphinPlace.h"
 #include "EngineBridge.h"
 #include "JobModel.h"
+#include "MessageBar.h"
 #include "PlasmaJobViews.h"
 #include "QueueView.h"
 #include "QuestionDialogs.h"
@@ -55,6 +56,9 @@ MainWindow::MainWindow(QWidget *parent) : QMainWindow(parent)
 
     auto *central = new QWidget(this);
     auto *layout = new QVBoxLayout(central);
+    messages_ = new MessageBar(central);
+    messages_->setObjectName(QStringLiteral("messages"));
+    layout->addWidget(messages_);
     layout->addWidget(buildCopyBox(central));
     auto *split = new QSplitter(Qt::Vertical, central);
     split->addWidget(buildCopies(split));

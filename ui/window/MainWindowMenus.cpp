@@ -4,6 +4,7 @@
 
 #include "DolphinHook.h"
 #include "DolphinPlace.h"
+#include "MessageBar.h"
 
 #include <QApplication>
 #include <QMenu>
@@ -127,21 +128,13 @@ void MainWindow::offerDolphinPlace()
         QSettings().setValue(asked, true);
         if (present)
             return;
-        auto *box = new QMessageBox(QMessageBox::Question, tr("Safe Copy in Dolphin"),
-                                    tr("Add \u201cSafe Copy\u201d to Dolphin's Places?"), QMessageBox::NoButton, this);
-        box->setInformativeText(tr("It lists your plugged-in USB sticks and memory cards. Files you drop onto one "
-                                   "there are copied at the stick's own speed, and Dolphin's copy ends only when they "
-                                   "are safely on it.\n\nYou can change this later in Settings."));
-        QPushButton *add = box->addButton(tr("&Add to Places"), QMessageBox::AcceptRole);
-        box->addButton(tr("&Not Now"), QMessageBox::RejectRole);
-        box->setDefaultButton(add);
-        box->setAttribute(Qt::WA_DeleteOnClose);
-        box->setObjectName(QStringLiteral("dolphinPlaceQuestion"));
-        connect(box, &QMessageBox::finished, this, [this, box, add] {
-            if (box->clickedButton() == add)
-                place_->setPresent(true);
-        });
-        box->open();
+        // In the window, not over it: a copy started with the window (--to) stays in view.
+        messages_->ask({tr("Add \u201cSafe Copy\u201d to Dolphin's Places?"),
+                        tr("It lists your plugged-in USB sticks and memory cards. Files you drop onto one there are "
+                           "copied at the stick's own speed, and Dolphin's copy ends only when they are safely on "
+                           "it. You can change this later in Settings."),
+                        {{tr("&Add to Places"), [this] { place_->setPresent(true); }}, {tr("&Not Now"), {}}},
+                        {}});
     });
     connect(place_, &DolphinPlace::failed, once, &QObject::deleteLater);
     place_->refresh();

@@ -2,8 +2,11 @@
 // Closing with copies running, copying on in the background, and the copies an earlier run left unfinished.
 #include "MainWindow.h"
 
+#include "MessageBar.h"
+
 #include "EngineBridge.h"
 #include "JobModel.h"
+#include "MessageBar.h"
 #include "UnfinishedDialog.h"
 
 #include <QCloseEvent>
@@ -123,6 +126,28 @@ void MainWindow::offerUnfinished()
 
 void MainWindow::settleUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present)
 {
+    // A copy already running (started with the window) is not covered by the question: it waits in the window.
+    if (model_->anyRunning()) {
+        const auto later = [this, entries] {
+            for (const JournalEntry &e : entries)
+                journal_->release(e.key);
+        };
+        messages_->ask({entries.size() == 1
+                            ? tr("A copy was left unfinished by an earlier session.")
+                            : tr("%1 copies were left unfinished by an earlier session.").arg(entries.size()),
+                        tr("Resume keeps what is on the device and copies the rest."),
+                        {{tr("&Review…"), [this, entries, present] { openUnfinished(entries, present); }},
+                         {tr("Decide &Later"), later}},
+                        later});
+        Q_EMIT unfinishedOffered(int(entries.size()));
+        return;
+    }
+    openUnfinished(entries, present);
+    Q_EMIT unfinishedOffered(int(entries.size()));
+}
+
+void MainWindow::openUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present)
+{
     auto *dialog = new UnfinishedDialog(entries, present, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &QDialog::finished, this, [this, dialog] {
@@ -150,7 +175,6 @@ void MainWindow::settleUnfinished(const QList<JournalEntry> &entries, const QLis
                 journal_->release(e.key);
     });
     dialog->open();
-    Q_EMIT unfinishedOffered(int(entries.size()));
 }
 
 } // namespace SaneCopy
