@@ -54,8 +54,9 @@ packages=(
     # The man pages, made from each program's --help, and man to render them in their test.
     help2man man-db
 )
-# What the clean root gets beside the .deb: the client that drives the installed worker, and man for its pages.
-deb_test_packages=(kde-cli-tools man-db)
+# What the clean root gets beside the .deb: the client that drives the installed worker, man for its pages, and
+# lintian, the distribution's own checks of a package.
+deb_test_packages=(kde-cli-tools man-db lintian)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
 # filesystems' tools, and what the scenarios run.
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
@@ -299,6 +300,11 @@ kioclient --noninteractive copy "file:///tmp/src/file%20one.bin" "sanecopy:///tm
 cmp "/tmp/src/file one.bin" "/tmp/dest dir/file one.bin" || fail "the copy differs"
 echo "PASS: the .deb installs with apt in a clean Debian 13 root; man shows its pages; kioclient copies through the installed worker"
 SH
+        # Debian's checks: any error or warning fails (overrides, each with its reason, are in the package).
+        in_root "$clean" bash -c 'lintian --fail-on error,warning --no-tag-display-limit /tmp/sanecopy_*.deb 2>&1 |
+            grep -v "running with root privileges"; exit "${PIPESTATUS[0]}"' ||
+            { echo "FAIL: lintian found errors or warnings in the .deb"; rc=1; }
+        [ "$rc" -ne 0 ] || echo "PASS: lintian finds no error or warning in the .deb"
     fi
     leave
     remove_root "$clean"
