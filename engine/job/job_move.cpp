@@ -46,7 +46,10 @@ void JobRunner::hash_renamed(const ItemPlan &plan)
 {
     const std::string name = target_rel(plan.item.target_name);
     const std::string root = plan.item.target_dir + "/" + name;
-    TreeWalk walk(plan.item.target_dir, name, root, [this](Status s) { report_error(s, s.path()); });
+    TreeWalk walk(plan.item.target_dir, name, root, [this](Status s) {
+        const std::string path = s.path();
+        report_error(std::move(s), path);
+    });
     for (PlanEntry e; walk.next(e);) {
         if (e.kind != EntryKind::File)
             continue;

@@ -299,7 +299,7 @@ DiscardResult discard_unfinished(const JobSpec &spec)
     DiscardResult result;
     JobPlan plan = plan_job(spec);
     for (const ItemPlan &item : plan.items) {
-        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [](Status) {});
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [](const Status &) {});
         for (PlanEntry e; walk.next(e);) {
             if (e.kind != EntryKind::File)
                 continue;
