@@ -4,6 +4,7 @@
 
 #include "sys.h"
 #include "tree_plan.h"
+#include "tree_warmer.h"
 
 #include <algorithm>
 #include <array>
@@ -272,8 +273,10 @@ JobPlan plan_job(const JobSpec &spec)
             item.unreadable.insert(s.path());
             plan.errors.push_back(std::move(s));
         });
+        TreeWarmer warmer(join(item.item.source_dir, item.item.source_name));
         for (PlanEntry e; walk.next(e);) {
             item.found = true;
+            warmer.met_entry();
             plan_entry(plan, item, e, spec, space);
         }
     }

@@ -458,6 +458,35 @@ struct RemovedAfterListing : FaultSyscalls {
 };
 } // namespace
 
+TEST_CASE("walk: a tree big enough to be read ahead on threads is planned the same, and the threads end with it")
+{
+    TempDir t;
+    mkdir_p(t / "tree");
+    // Past the 20,000 entries after which the plan's walk gets help (TreeWarmer).
+    for (int d = 0; d < 120; ++d) {
+        const std::string dir = t / ("tree/d" + std::to_string(d));
+        mkdir_p(dir);
+        for (int f = 0; f < 200; ++f)
+            REQUIRE(::close(::open((dir + "/f" + std::to_string(f)).c_str(), O_CREAT | O_WRONLY, 0644)) == 0);
+    }
+    const auto threads = [] {
+        std::size_t n = 0;
+        DIR *d = ::opendir("/proc/self/task");
+        REQUIRE(d != nullptr);
+        while (const dirent *e = ::readdir(d))
+            n += e->d_name[0] != '.';
+        ::closedir(d);
+        return n;
+    };
+    const std::size_t before = threads();
+    mkdir_p(t / "out");
+    const JobPlan plan = plan_job(spec_of({t / "tree"}, t / "out"));
+    CHECK(plan.errors.empty());
+    CHECK(plan.files == 120 * 200);
+    CHECK(plan.total_bytes == 0);
+    CHECK(threads() == before);
+}
+
 TEST_CASE("walk: a source removed between the plan and the copy is reported, not passed over")
 {
     TempDir t;
