@@ -51,6 +51,18 @@ struct stat lstat_of(const std::string &path)
     return st;
 }
 
+// Entries in |dir| but "." and "..": /proc/self/fd's descriptors, /proc/self/task's threads.
+std::size_t entries_in(const char *dir)
+{
+    std::size_t n = 0;
+    DIR *d = ::opendir(dir);
+    REQUIRE(d != nullptr);
+    while (const dirent *e = ::readdir(d))
+        n += e->d_name[0] != '.';
+    ::closedir(d);
+    return n;
+}
+
 void set_mtime(const std::string &path, time_t when)
 {
     struct timespec times[2] = {{when, 0}, {when, 123456789}};
@@ -325,15 +337,7 @@ TEST_CASE("walk: pre-order, names in byte order, and only the folders on the cur
         write_text_file(dir + "/inner/f", "x");
     }
     write_text_file(t / "tree/B", "upper case sorts first");
-    const auto open_fds = [] {
-        std::size_t n = 0;
-        DIR *d = ::opendir("/proc/self/fd");
-        REQUIRE(d != nullptr);
-        while (const dirent *e = ::readdir(d))
-            n += e->d_name[0] != '.';
-        ::closedir(d);
-        return n - 1; // the listing's own
-    };
+    const auto open_fds = [] { return entries_in("/proc/self/fd") - 1; }; // less the listing's own
     const std::size_t before = open_fds();
     std::vector<Status> errors;
     std::vector<std::string> rels;
@@ -469,15 +473,7 @@ TEST_CASE("walk: a tree big enough to be read ahead on threads is planned the sa
         for (int f = 0; f < 200; ++f)
             REQUIRE(::close(::open((dir + "/f" + std::to_string(f)).c_str(), O_CREAT | O_WRONLY, 0644)) == 0);
     }
-    const auto threads = [] {
-        std::size_t n = 0;
-        DIR *d = ::opendir("/proc/self/task");
-        REQUIRE(d != nullptr);
-        while (const dirent *e = ::readdir(d))
-            n += e->d_name[0] != '.';
-        ::closedir(d);
-        return n;
-    };
+    const auto threads = [] { return entries_in("/proc/self/task"); };
     const std::size_t before = threads();
     mkdir_p(t / "out");
     const JobPlan plan = plan_job(spec_of({t / "tree"}, t / "out"));
