@@ -198,7 +198,8 @@ TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &
         join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
     TargetLook look;
     look.takes = space.rounded(e.allocated);
-    if (spec.resume && e.kind == EntryKind::File && plan.device.free_bytes)
+    // Only "copy what fits" counts it: a resumed copy's space is not checked up front (space_problem).
+    if (spec.resume && spec.fit_to_space && e.kind == EntryKind::File && plan.device.free_bytes)
         look.left = space.rounded(left_by_interrupted_run(target, e, plan.device.limits));
     if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume)
         note_taken(plan, item, e, target, look, space);
