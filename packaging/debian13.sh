@@ -58,9 +58,10 @@ packages=(
 # lintian, the distribution's own checks of a package.
 deb_test_packages=(kde-cli-tools man-db lintian)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
-# filesystems' tools, and what the scenarios run.
+# filesystems' tools, what the scenarios run, and the servers and clients of the network shares (tests/vm/shares.py).
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
-             python3 diffutils kde-cli-tools udisks2 xvfb polkitd strace rsync util-linux-extra)
+             python3 diffutils kde-cli-tools udisks2 xvfb polkitd strace rsync util-linux-extra
+             samba cifs-utils nfs-kernel-server rpcbind iproute2 openssh-server openssh-client sshfs)
 
 die() { echo "debian13: $*" >&2; exit 1; }
 log() { echo "== debian13: $*"; }
@@ -184,6 +185,10 @@ root_with() {
     check_mirror "$(host_mirror)"
     log "installing $what ($# packages)"
     enter "$r"
+    # Daemons the packages bring (the guest's Samba, NFS and ssh servers) must not start here, on the host's
+    # network: the guest starts its own.
+    printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
+    chmod 755 "$r/usr/sbin/policy-rc.d"
     in_root "$r" apt-get -q update >/dev/null
     in_root "$r" apt-get -q install -y --no-install-recommends "$@" >"$logfile" 2>&1 ||
         { tail -n 30 "$logfile" >&2; leave; die "apt-get install in $r failed (log: $logfile)"; }
@@ -360,7 +365,7 @@ make_vm_image() {
     leave
     rm -rf "$v/sanecopy-vm"
     mkdir -p "$v/sanecopy-vm" "$cache/vm"
-    cp "$here/tests/vm/init.sh" "$here/tests/vm/guest.py" "$v/sanecopy-vm/"
+    cp "$here/tests/vm/init.sh" "$here/tests/vm/guest.py" "$here/tests/vm/shares.py" "$v/sanecopy-vm/"
     # The program the guest drives SaneCopy's window through (tests/vm/gui_driver.cpp), from this build.
     cp "$cache/root/build/tests/vm/sanecopy-vm-gui" "$v/sanecopy-vm/"
     chmod 755 "$v/sanecopy-vm/init.sh"

@@ -1156,6 +1156,8 @@ def main():
     steps += [("probe", scenario_probe), ("kio", scenario_kio)]
     steps += [(f"pull-{fs}", lambda fs=fs: scenario_pull(fs)) for fs in ("vfat", "exfat")]
     steps += [("pull-kio", lambda: scenario_pull("vfat", "kio"))]
+    shared = []  # the share rows of docs/usb-vm.md's tables
+    steps += [(n, lambda step=step: shared.append(step())) for n, step in shares.steps()]
     steps += [("gui", scenario_gui)]  # last: it powers the stick off
     extra = [(f"sync-{fs}", lambda fs=fs: scenario_sync(fs)) for fs in ("vfat", "exfat")]  # only when named
     bench = []  # bench/bench.py --vm: bench-KIND-FS[-desktop], also only when named
@@ -1167,7 +1169,7 @@ def main():
             continue
         diag(f"--- {name}")
         t0 = time.monotonic()
-        if name.startswith(("big-", "small-")):
+        if name.startswith(("big-", "small-", "share-big-", "share-small-")):
             run_timed(name, step)
         else:
             try:
@@ -1182,10 +1184,15 @@ def main():
             diag(f"  {line}")
     # The tables for docs/: one JSON line the host picks up.
     print("@@SANECOPY TABLE " + json.dumps({"big": list(big.values()), "small": list(small.values()),
-                                            "bench": bench}) + "@@", flush=True)
+                                            "bench": bench, "shares": [r for r in shared if r]}) + "@@",
+          flush=True)
     print(f"1..{_count}", flush=True)
     return 1 if _failed else 0
 
 
 if __name__ == "__main__":
+    # tests/vm/shares.py's scenarios use this module's helpers and its one TAP count: "import guest" there must
+    # find this very module, not load the file a second time.
+    sys.modules["guest"] = sys.modules[__name__]
+    import shares
     sys.exit(main())

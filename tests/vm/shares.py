@@ -1,0 +1,312 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Network shares in the test guest: a Samba server, an NFS 4 server and sshd in a network namespace of their own,
+reached over a veth pair that netem shapes like a home NAS on a decent link (100 Mbit/s, 10 ms each way). The
+exported folders are on tmpfs, so the server's writes are no dirty pages: /proc/meminfo's Dirty and Writeback are
+the client's alone, and the server's copy of a file is read straight from that tmpfs ("what the server has").
+
+tests/vm/guest.py runs these scenarios after the stick's (share-big-FS, share-small-FS, share-stall-FS with FS
+one of cifs, nfs4, sshfs). The servers start once, on the first scenario that needs them.
+"""
+import filecmp
+import json
+import os
+import subprocess
+import threading
+import time
+
+import guest as g
+
+MiB = g.MiB
+NS = "srv"
+CLIENT_IP, SERVER_IP = "10.77.0.1", "10.77.0.2"
+EXPORTS = "/srv/shares"  # tmpfs, seen by the namespace's servers and read directly by the checks
+LINK = "delay 10ms rate 100mbit limit 10000"
+LINK_BYTES_PER_SEC = 100e6 / 8
+# The goal for a big file: this share of the link's own rate (raw TCP over the same shaped link in this guest
+# reaches 92-94 %).
+LINK_SHARE = 0.90
+SHARES = ("cifs", "nfs4", "sshfs")
+# Small files cost a share round trips per file (create, write, close, sync): cp -r of 2000 took minutes over this
+# link. The suite copies a quarter of bench.py's tree, which is enough to compare tools side by side.
+SMALL_FILES = 500
+# How far durable_bytes may lead what the server has: one chunk (0.125 s of link time at most, 1.6 MiB here)
+# and the ticker's sampling of both.
+AHEAD_SLACK = 4 * MiB
+STALL_SECONDS = 20
+STALL_NOTICE = 10  # the CLI says the share is not responding within this many seconds of the stall
+
+_ready = {}  # share -> its mount point, once mounted
+
+
+def sh(cmd, check=True, timeout=60):
+    p = subprocess.run(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       errors="replace", timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{cmd} exited {p.returncode}: {p.stdout.strip()[-400:]}")
+    return p.stdout
+
+
+def in_ns(cmd, **kw):
+    return sh(f"ip netns exec {NS} sh -c '{cmd}'", **kw)
+
+
+def link(spec):
+    """Sets both ends of the link to netem |spec|."""
+    sh(f"tc qdisc change dev veth-c root netem {spec}")
+    in_ns(f"tc qdisc change dev veth-s root netem {spec}")
+
+
+def network():
+    if os.path.exists(f"/run/netns/{NS}"):
+        return
+    sh("modprobe -a veth sch_netem cifs nfs nfsv4 nfsd fuse")
+    sh(f"ip netns add {NS}")
+    sh(f"ip link add veth-c type veth peer name veth-s && ip link set veth-s netns {NS}")
+    sh(f"ip addr add {CLIENT_IP}/24 dev veth-c && ip link set veth-c up && ip link set lo up")
+    in_ns(f"ip addr add {SERVER_IP}/24 dev veth-s && ip link set veth-s up && ip link set lo up")
+    sh(f"tc qdisc add dev veth-c root netem {LINK}")
+    in_ns(f"tc qdisc add dev veth-s root netem {LINK}")
+    os.makedirs(EXPORTS, exist_ok=True)
+    sh(f"mountpoint -q {EXPORTS} || mount -t tmpfs -o size=1200m tmpfs {EXPORTS}")
+    for name in ("smb", "nfs", "ssh"):
+        os.makedirs(f"{EXPORTS}/{name}", exist_ok=True)
+        os.chmod(f"{EXPORTS}/{name}", 0o777)
+
+
+def start_samba():
+    with open("/etc/samba/smb.conf", "w") as f:
+        f.write("[global]\n  server role = standalone server\n  map to guest = Bad User\n  smb ports = 445\n"
+                f"  interfaces = {SERVER_IP}/24\n  bind interfaces only = yes\n  disable netbios = yes\n"
+                "  load printers = no\n  log level = 0\n"
+                f"[share]\n  path = {EXPORTS}/smb\n  guest ok = yes\n  read only = no\n  force user = root\n")
+    in_ns("smbd -D --no-process-group")
+    return f"mount -t cifs //{SERVER_IP}/share {{mnt}} -o guest,vers=3.1.1"
+
+
+def start_nfs():
+    with open("/etc/exports", "w") as f:
+        f.write(f"{EXPORTS}/nfs {CLIENT_IP}(rw,sync,no_subtree_check,no_root_squash,fsid=0)\n")
+    # A fresh NFS 4 server refuses new opens through its grace period (90 s by default): the shortest is 10 s.
+    in_ns("mount -t nfsd nfsd /proc/fs/nfsd && echo 10 >/proc/fs/nfsd/nfsv4gracetime && "
+          "echo 10 >/proc/fs/nfsd/nfsv4leasetime && mkdir -p /run/rpcbind /var/lib/nfs/v4recovery && "
+          "rpcbind -w && exportfs -ra && rpc.nfsd -N 3 8 && rpc.mountd -N 3")
+    return f"mount -t nfs4 -o soft,timeo=100 {SERVER_IP}:/ {{mnt}}"
+
+
+def start_sshd():
+    sh("mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh && ssh-keygen -A >/dev/null && "
+       "{ [ -f /root/.ssh/id_ed25519 ] || ssh-keygen -q -t ed25519 -N '' -f /root/.ssh/id_ed25519; } && "
+       "cp /root/.ssh/id_ed25519.pub /root/.ssh/authorized_keys")
+    in_ns(f"/usr/sbin/sshd -o ListenAddress={SERVER_IP} -o PermitRootLogin=prohibit-password -o UsePAM=no")
+    return (f"sshfs root@{SERVER_IP}:{EXPORTS}/ssh {{mnt}} -o IdentityFile=/root/.ssh/id_ed25519,"
+            "StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null")
+
+
+def share(name):
+    """The mount point of share |name|, its server started and mounted on first use. The client's mount waits
+    until a file can be created there (NFS's grace period)."""
+    if name in _ready:
+        return _ready[name]
+    network()
+    mount = {"cifs": start_samba, "nfs4": start_nfs, "sshfs": start_sshd}[name]()
+    mnt = f"/mnt/{name}"
+    os.makedirs(mnt, exist_ok=True)
+    deadline = time.monotonic() + 60
+    while True:
+        p = subprocess.run(["timeout", "30", "sh", "-c", mount.format(mnt=mnt)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        if p.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    if p.returncode != 0:
+        raise RuntimeError(f"mounting {name}: {p.stdout.strip()[-300:]}")
+    probe = os.path.join(mnt, ".ready")
+    while time.monotonic() < deadline:
+        try:
+            with open(probe, "w") as f:
+                f.write("x")
+            os.unlink(probe)
+            break
+        except OSError:
+            time.sleep(1)
+    _ready[name] = mnt
+    return mnt
+
+
+def server_folder(name):
+    return f"{EXPORTS}/{ {'cifs': 'smb', 'nfs4': 'nfs', 'sshfs': 'ssh'}[name]}"
+
+
+def server_bytes(name):
+    total = 0
+    for root, _, files in os.walk(server_folder(name)):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def client_dirty():
+    fields = {}
+    for line in open("/proc/meminfo"):
+        key, _, rest = line.partition(":")
+        fields[key] = int(rest.split()[0]) * 1024
+    return fields.get("Dirty", 0) + fields.get("Writeback", 0) + fields.get("NFS_Unstable", 0)
+
+
+class DirtySampler(g.Sampler):
+    def _loop(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, client_dirty())
+            time.sleep(0.02)
+
+
+def clear(name):
+    """Empties the share on the server's side: through the client each removal is a round trip or more (2000 files
+    took over a minute on cifs). The callers drop the client's caches next, so it looks again."""
+    share(name)
+    folder = server_folder(name)
+    for entry in os.listdir(folder):
+        sh(f"rm -rf '{folder}/{entry}'")
+
+
+def timed(name, cmd):
+    """A plain tool onto share |name|, then sync: (seconds, peak dirty)."""
+    clear(name)
+    g.drop_caches()
+    t0 = time.monotonic()
+    with DirtySampler() as s:
+        g.run(cmd)
+        g.run(["sync", "-f", share(name)])
+    return time.monotonic() - t0, s.peak
+
+
+def sanecp(name, src, on_record=None):
+    """sanecp --json onto share |name|: (rc, seconds, peak dirty, worst lead over the server, records, stderr).
+    |on_record|(record, seconds since the start) sees each record as it comes."""
+    clear(name)
+    g.drop_caches()
+    worst = -1 << 62
+    records = []
+    t0 = time.monotonic()
+    with DirtySampler() as s:
+        p = subprocess.Popen(["sanecp", "--json", src, share(name) + "/"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, errors="replace")
+        err = []
+        t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+        t.start()
+        for line in p.stdout:
+            rec = json.loads(line)
+            records.append(rec)
+            if rec.get("type") == "progress":
+                worst = max(worst, rec["durable_bytes"] - server_bytes(name))
+            if on_record:
+                on_record(rec, time.monotonic() - t0)
+        rc = p.wait()
+        seconds = time.monotonic() - t0
+        t.join()
+    return rc, seconds, s.peak, worst, records, "".join(err)
+
+
+def scenario_big(name):
+    """A 120 MiB file onto the share: sanecp against cp + sync and dd oflag=direct, side by side."""
+    src = g.big_source()
+    mnt = share(name)
+    cp, cp_peak = timed(name, ["cp", src, f"{mnt}/cp.bin"])
+    try:
+        dd, _ = timed(name, ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct", "status=none"])
+    except RuntimeError as e:  # sshfs (FUSE without direct_io) refuses O_DIRECT
+        g.diag(f"{name}: dd oflag=direct: {e}")
+        dd = float("inf")
+    rc, secs, peak, ahead, records, err = sanecp(name, src)
+    best = min(cp, dd)
+    link_secs = g.BIG / LINK_BYTES_PER_SEC
+    g.diag(f"{name}: {g.BIG // MiB} MiB: cp + sync {cp:.2f} s (peak {cp_peak / MiB:.1f} MiB), dd oflag=direct "
+           f"{dd:.2f} s, sanecp {secs:.2f} s = {link_secs / secs:.1%} of the link, {secs / best:.3f}x the better, "
+           f"peak {peak / MiB:.1f} MiB, lead {ahead / MiB:+.1f} MiB")
+    g.tap(rc == 0, f"{name}: big file: sanecp exits 0", err.strip()[:200])
+    g.tap(filecmp.cmp(src, f"{server_folder(name)}/big.bin", shallow=False),
+          f"{name}: big file: byte-identical on the server")
+    g.tap(secs <= g.BIG_RATIO * (1 + g.NOISE) * best,
+          f"{name}: big file: time to durable <= 1.0x the better of cp + sync and dd (+{g.NOISE:.0%} noise)",
+          f"{secs:.2f} s against {best:.2f} s")
+    g.tap(link_secs / secs >= LINK_SHARE, f"{name}: big file: >= {LINK_SHARE:.0%} of the link's rate",
+          f"{link_secs / secs:.1%}", todo="" if name != "sshfs" else "#24")
+    g.tap(peak <= g.DIRTY_BOUND, f"{name}: big file: peak dirty + writeback <= 32 MiB", f"{peak / MiB:.1f} MiB")
+    g.tap(ahead <= AHEAD_SLACK, f"{name}: big file: durable_bytes never ahead of what the server has",
+          f"worst {ahead / MiB:+.1f} MiB over {sum(r.get('type') == 'progress' for r in records)} records")
+    return {"fs": name, "dd": dd, "cp": cp, "sanecp": secs, "ratio": secs / best, "link": link_secs / secs,
+            "peak": peak, "cp_peak": cp_peak}
+
+
+def scenario_small(name):
+    """SMALL_FILES small files onto the share: sanecp against cp -r + sync."""
+    tree = g.small_tree(SMALL_FILES)
+    mnt = share(name)
+    cp, cp_peak = timed(name, ["cp", "-r", tree, f"{mnt}/cp"])
+    rc, secs, peak, _, _, err = sanecp(name, tree)
+    g.diag(f"{name}: {SMALL_FILES} small files: cp -r + sync {cp:.2f} s (peak {cp_peak / MiB:.1f} MiB), "
+           f"sanecp {secs:.2f} s = {secs / cp:.3f}x, peak {peak / MiB:.1f} MiB")
+    g.tap(rc == 0, f"{name}: small files: sanecp exits 0", err.strip()[:200])
+    same = g.run(["diff", "-r", tree, f"{server_folder(name)}/{os.path.basename(tree)}"],
+                 check=False).returncode == 0
+    g.tap(same, f"{name}: small files: every file identical on the server")
+    g.tap(secs <= (1 + g.NOISE) * cp, f"{name}: small files: <= 1.0x cp -r + sync (+{g.NOISE:.0%} noise)",
+          f"{secs / cp:.3f}x")
+    return {"fs": name, "cp": cp, "sanecp": secs, "ratio": secs / cp, "peak": peak}
+
+
+def scenario_stall(name):
+    """The link stops carrying anything for STALL_SECONDS (netem 100 % loss both ways) while sanecp copies the big
+    file, then comes back: the copy says within STALL_NOTICE seconds that the share is not responding, says it no
+    more once the link is back, and completes with the file identical."""
+    src = g.big_source()
+    share(name)
+    state = {"stalled_at": None, "restored_at": None, "noticed": None, "after": []}
+
+    def stall():
+        time.sleep(3)
+        link(f"{LINK} loss 100%")
+        state["stalled_at"] = time.monotonic() - t0
+        time.sleep(STALL_SECONDS)
+        link(LINK)
+        state["restored_at"] = time.monotonic() - t0
+
+    def watch(rec, at):
+        if rec.get("type") != "progress" or state["stalled_at"] is None:
+            return
+        if rec.get("stalled_seconds", 0) > 0 and state["noticed"] is None and state["restored_at"] is None:
+            state["noticed"] = at
+        if state["restored_at"] is not None and at > state["restored_at"] + 10:
+            state["after"].append(rec.get("stalled_seconds", 0))
+
+    t0 = time.monotonic()
+    staller = threading.Thread(target=stall, daemon=True)
+    staller.start()
+    try:
+        rc, secs, _, _, records, err = sanecp(name, src, watch)
+    finally:
+        staller.join()
+        link(LINK)
+    stalled_at = state["stalled_at"] or 0
+    noticed = state["noticed"]
+    g.diag(f"{name}: stall at {stalled_at:.1f} s for {STALL_SECONDS} s; sanecp said so at "
+           f"{'never' if noticed is None else f'{noticed:.1f} s'}; done after {secs:.1f} s")
+    g.tap(rc == 0, f"{name}: stall: the copy completes once the link is back", err.strip()[:200])
+    g.tap(filecmp.cmp(src, f"{server_folder(name)}/big.bin", shallow=False),
+          f"{name}: stall: byte-identical on the server")
+    g.tap(noticed is not None and noticed - stalled_at <= STALL_NOTICE,
+          f"{name}: stall: sanecp says the share is not responding within {STALL_NOTICE} s",
+          "never" if noticed is None else f"after {noticed - stalled_at:.1f} s")
+    g.tap(not any(state["after"]), f"{name}: stall: and no more once the link is back",
+          f"{len(state['after'])} records after it, {sum(1 for s in state['after'] if s)} still stalled")
+
+
+def steps():
+    """(name, step) for guest.py's list."""
+    out = [(f"share-big-{n}", lambda n=n: scenario_big(n)) for n in SHARES]
+    out += [(f"share-small-{n}", lambda n=n: scenario_small(n)) for n in SHARES]
+    out += [(f"share-stall-{n}", lambda n=n: scenario_stall(n)) for n in ("cifs", "nfs4")]
+    return out
