@@ -115,6 +115,8 @@ std::string json_progress(const ProgressSnapshot &s)
     out += ",\"device_bytes_per_sec\":" + number(s.device_bytes_per_sec);
     out += ",\"eta_seconds\":" + (s.eta_seconds < 0 ? std::string("null") : number(std::ceil(s.eta_seconds)));
     out += ",\"elapsed_seconds\":" + std::to_string(s.elapsed_seconds);
+    out += ",\"stalled_seconds\":" + number(std::floor(s.stalled_seconds));
+    out += std::string(",\"share\":") + json_bool(s.share);
     return out + "}";
 }
 
@@ -216,6 +218,12 @@ std::string fit_name(const std::string &name, int columns)
     return name.substr(0, starts[size_t(head)]) + "\u2026" + name.substr(starts[size_t(chars - tail)]);
 }
 
+std::string stall_text(const ProgressSnapshot &s)
+{
+    return std::string(s.share ? " the share is not responding (" : " the device is not responding (") +
+           human_duration(s.stalled_seconds) + ")";
+}
+
 std::string progress_line(const ProgressSnapshot &s, int width)
 {
     const double total = double(std::max<uint64_t>(s.total_bytes, 1));
@@ -226,6 +234,8 @@ std::string progress_line(const ProgressSnapshot &s, int width)
                   human_bytes(s.device_bytes_per_sec).c_str(), human_duration(s.eta_seconds).c_str(),
                   static_cast<unsigned long long>(s.files_done), static_cast<unsigned long long>(s.files_total));
     std::string state = s.state == JobState::Paused ? " (paused)" : "";
+    if (s.stalled_seconds > 0)
+        state = stall_text(s);
     const std::string numbers = " " + human_bytes(double(s.durable_bytes)) + " on device";
     std::string right = numbers + tail + state;
     int bar = width - int(right.size()) - 2;

@@ -32,6 +32,9 @@ std::string human_duration(double seconds);
 // then the percentage of durable bytes, the device rate, the ETA and the file count, and, where the bar keeps
 // 20 columns, the name of the file being copied (shortened in the middle, never inside a UTF-8 character).
 std::string progress_line(const ProgressSnapshot &s, int width);
+// What progress_line says in place of the state while the copy has stalled (ProgressSnapshot::stalled_seconds):
+// " the share is not responding (0:12)", or the device for a local one.
+std::string stall_text(const ProgressSnapshot &s);
 
 // |name| in at most |columns| columns (one per character, which is what most names in a terminal take): the
 // head and tail with "…" between them when it is longer. Pure.

@@ -103,19 +103,25 @@ public:
         }
         if (!tty_)
             return;
-        if (summary.cancelled) {
+        if (summary.cancelled)
             std::printf("Cancelled. Nothing half-written was left behind.\n");
-        } else if (summary.files_copied > 0 || summary.ok()) {
-            const double rate = summary.seconds > 0 ? double(summary.bytes) / summary.seconds : 0;
-            std::printf("%s %s in %llu file%s, %s/s. It is on the device%s.\n",
-                        summary.complete() ? (move_ ? "Moved:" : "Done:") : "Partly done:",
-                        cli::human_bytes(double(summary.bytes)).c_str(),
-                        static_cast<unsigned long long>(summary.files_copied), summary.files_copied == 1 ? "" : "s",
-                        cli::human_bytes(rate).c_str(), summary.complete() ? ": safe to unplug" : "");
-        }
+        else if (summary.files_copied > 0 || summary.ok())
+            print_done(summary);
     }
 
 private:
+    void print_done(const JobSummary &summary)
+    {
+        const double rate = summary.seconds > 0 ? double(summary.bytes) / summary.seconds : 0;
+        // A share has nothing to unplug: there "done" means the server has it on its disk.
+        std::printf("%s %s in %llu file%s, %s/s. It is on the %s%s.\n",
+                    summary.complete() ? (move_ ? "Moved:" : "Done:") : "Partly done:",
+                    cli::human_bytes(double(summary.bytes)).c_str(),
+                    static_cast<unsigned long long>(summary.files_copied), summary.files_copied == 1 ? "" : "s",
+                    cli::human_bytes(rate).c_str(), last_.share ? "share" : "device",
+                    summary.complete() && !last_.share ? ": safe to unplug" : "");
+    }
+
     void clear_bar()
     {
         if (bar_shown_) {

@@ -34,6 +34,10 @@ public:
         cancel();
     }
     bool cancel_requested() const { return request_.load(std::memory_order_acquire) == kCancel; }
+    // A sign of life from a step that moves none of the progress counters (reading a copy back), so the job is not
+    // taken for stalled (stall_watch.h).
+    void beat() const { beats_.fetch_add(1, std::memory_order_relaxed); }
+    uint64_t beats() const { return beats_.load(std::memory_order_relaxed); }
     bool keeps_partial() const { return keep_partial_.load(std::memory_order_acquire); }
     bool pause_requested() const { return request_.load(std::memory_order_acquire) == kPause; }
     // Blocks while paused. Returns false when the job was cancelled meanwhile.
@@ -56,6 +60,7 @@ private:
     }
     std::atomic<int> request_ {kRun};
     std::atomic<bool> keep_partial_ {false};
+    mutable std::atomic<uint64_t> beats_ {0};
 };
 
 // Written by the copying thread, read by anyone.
@@ -71,6 +76,7 @@ struct ProgressCounters {
     std::atomic<double> device_rate {0};       // EWMA of durable bytes/s
     std::atomic<int64_t> own_dirty_bytes {-1}; // this copy's dirty + writeback pages (cachestat); -1: unknown
     std::atomic<JobState> state {JobState::Queued};
+    std::atomic<bool> share {false}; // the destination is a network share (is_network_share)
 
     void set_current_file(std::string path)
     {

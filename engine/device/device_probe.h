@@ -180,6 +180,10 @@ inline bool small_files_need_own_writeback(double measured_rate) { return measur
 // Pure: the writeback mode for a filesystem, by statfs magic and mountinfo type.
 WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type);
 
+// Whether |device| is a network share (SMB, NFS, sshfs, a KDE or GNOME network folder through FUSE): there is no
+// device to unplug, and a stall is the link's or the server's.
+bool is_network_share(const DeviceInfo &device);
+
 // Pure: how a finished file is made durable on a filesystem, by statfs magic and mountinfo type. Only the
 // kernel's vfat/msdos syncs the whole filesystem first; FUSE FAT drivers (fs_type "fuse"/"fuseblk") keep their
 // table in their own process, where only their fsync reaches it.
@@ -241,6 +245,18 @@ std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &moun
                                              std::string_view udev_root);
 // This process's removable mounts: /proc/self/mountinfo, /sys and /run/udev/data.
 std::vector<RemovableMount> current_removable_mounts();
+
+// A network share mounted where a user can copy to it, named as a person knows it.
+struct ShareMount {
+    std::string mount_point;
+    std::string fs_type; // "cifs", "nfs4", "sshfs" (a FUSE filesystem's subtype)
+    std::string server;  // "nas.local", "192.168.1.5"
+    std::string share;   // the share, export or remote folder's last component; empty for the server's root
+    std::string name;    // "photos on nas.local", or the server alone
+};
+// Pure: the SMB, NFS and sshfs mounts in |mounts|, in mountinfo order, each source once. kio-fuse and gvfs mounts
+// are left out: one of them holds every remote folder the desktop has opened, not one share.
+std::vector<ShareMount> network_share_mounts(const std::vector<MountEntry> &mounts);
 
 // The full probe of an existing folder. Reads /proc/self/mountinfo and /sys.
 // Fails only when the folder can't be opened or stat'ed. Without a readable mountinfo or sysfs (a bare

@@ -7,9 +7,12 @@
 #include "fd.h"
 #include "sys.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <tuple>
+#include <utility>
 
 namespace sanecopy {
 
@@ -294,6 +297,74 @@ void probe_detail::probe_mount(const std::string &path, dev_t st_dev, DeviceInfo
     } else {
         probe_block_device(dev_major, dev_minor, "/sys", info);
     }
+}
+
+namespace {
+// The last component of a remote path: "/export/photos/" -> "photos"; "/" and "" -> "".
+std::string last_component(std::string_view path)
+{
+    while (!path.empty() && path.back() == '/')
+        path.remove_suffix(1);
+    const size_t slash = path.rfind('/');
+    return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// "server:/path" (NFS, sshfs; "[fe80::1]:/path" for an IPv6 address), a user in front of sshfs's server dropped.
+std::pair<std::string, std::string> host_and_path(std::string_view source)
+{
+    size_t colon;
+    if (!source.empty() && source.front() == '[') {
+        const size_t close = source.find(']');
+        colon = close == std::string_view::npos ? close : source.find(':', close);
+    } else {
+        colon = source.find(':');
+    }
+    if (colon == std::string_view::npos)
+        return {};
+    std::string_view host = source.substr(0, colon);
+    if (const size_t at = host.rfind('@'); at != std::string_view::npos)
+        host.remove_prefix(at + 1);
+    return {std::string(host), last_component(source.substr(colon + 1))};
+}
+
+// |m| as a share, when it is one (SMB, NFS, sshfs) and names its server.
+std::optional<ShareMount> share_of(const MountEntry &m)
+{
+    ShareMount share;
+    if (m.fs_type == "cifs" || m.fs_type == "smb3") {
+        // "//server/share/folder"
+        std::string_view rest(m.source);
+        while (!rest.empty() && (rest.front() == '/' || rest.front() == '\\'))
+            rest.remove_prefix(1);
+        const size_t slash = rest.find_first_of("/\\");
+        share.server = std::string(rest.substr(0, slash));
+        share.share = slash == std::string_view::npos ? std::string() : last_component(rest.substr(slash));
+    } else if (m.fs_type == "nfs" || m.fs_type == "nfs4" || (m.fs_type == "fuse" && m.fs_subtype == "sshfs")) {
+        std::tie(share.server, share.share) = host_and_path(m.source);
+    } else {
+        return std::nullopt;
+    }
+    if (share.server.empty())
+        return std::nullopt;
+    share.mount_point = m.mount_point;
+    share.fs_type = m.fs_subtype.empty() ? m.fs_type : m.fs_subtype;
+    share.name = share.share.empty() ? share.server : share.share + " on " + share.server;
+    return share;
+}
+} // namespace
+
+std::vector<ShareMount> network_share_mounts(const std::vector<MountEntry> &mounts)
+{
+    std::vector<ShareMount> out;
+    std::vector<std::string> seen;
+    for (const MountEntry &m : mounts) {
+        std::optional<ShareMount> share = share_of(m);
+        if (!share || std::find(seen.begin(), seen.end(), m.source) != seen.end())
+            continue;
+        seen.push_back(m.source);
+        out.push_back(std::move(*share));
+    }
+    return out;
 }
 
 } // namespace sanecopy

@@ -141,6 +141,15 @@ WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
     return WritebackMode::ChunkSync;
 }
 
+bool is_network_share(const DeviceInfo &device)
+{
+    constexpr std::string_view kNetworkTypes[] = {"cifs", "smb3", "nfs", "nfs4", "ceph", "afs", "glusterfs", "9p"};
+    constexpr std::string_view kNetworkFuse[] = {"sshfs", "kio-fuse", "gvfsd-fuse", "rclone", "davfs", "smbnetfs"};
+    if (contains(kNetworkTypes, device.fs_type))
+        return true;
+    return (device.fs_type == "fuse" || device.fs_type == "fuseblk") && contains(kNetworkFuse, device.fs_subtype);
+}
+
 namespace {
 
 std::string megabytes(double rate) { return std::to_string(std::llround(rate / 1e6)) + " MB/s"; }

@@ -34,6 +34,9 @@ struct ChunkLimits {
     ChunkLimits checked() const;
 };
 
+// Device time per chunk onto a network share, where every sync costs round trips (engine/job/run_job.cpp).
+inline constexpr double kShareChunkSeconds = 0.5;
+
 struct ChunkPlan {
     uint64_t chunk_bytes = 0;
     unsigned windows = 0;

@@ -175,6 +175,12 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
             return Status::destination(errno, "sync_file_range", path_);
         break;
     case WritebackMode::ChunkSync: {
+        // Send the chunk now, so it travels while the helper's fdatasync of the ones before waits for its
+        // round trip (an NFS COMMIT, an SMB flush). Without it a share's link idled from the end of each chunk's
+        // writes to the start of the next fdatasync, a round trip or two per chunk: 66-76 % of a 100 Mbit/s,
+        // 20 ms link (tests/vm/shares.py). Durable still means the fdatasync returned. A failure here is not
+        // the copy's: the fdatasync reports whatever the filesystem really could not do.
+        sys().sync_file_range(fd_, off_t(off), off_t(len), SYNC_FILE_RANGE_WRITE);
         if (Status s = start_sync_thread(); !s)
             return s;
         std::lock_guard lock(mutex_);

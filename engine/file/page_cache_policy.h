@@ -15,7 +15,9 @@
 //
 // Where sync_file_range cannot see the data (FUSE: the daemon writes it into the block device's cache; network
 // and stacked filesystems), each window is made durable by fdatasync instead, run on a helper thread so the
-// next chunk is sent while the previous one syncs.
+// next chunk is sent while the previous one syncs. Its writeback is still started when it is handed over
+// (SYNC_FILE_RANGE_WRITE), so a share's link carries the next chunk while the last one's sync waits for its
+// round trip.
 //
 // Small files (small_batch.h) on a fixed disk's journaling filesystem get no writeback of their own: a
 // sync_file_range per file sends one small request per file, which a fast device pays for per request (50,000

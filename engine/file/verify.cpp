@@ -54,6 +54,8 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path,
             result = Status::from_errno(ECANCELED, "verify", path);
             break;
         }
+        if (control)
+            control->beat();
         const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
         const ssize_t na = read_full(source, a.data(), want, off);
         if (na < 0) {

@@ -56,7 +56,19 @@ ProgressSnapshot Job::snapshot() const
     s.eta_seconds =
         eta_seconds(s.total_bytes > s.durable_bytes ? s.total_bytes - s.durable_bytes : 0, s.device_bytes_per_sec);
     const double started = started_.load();
-    s.elapsed_seconds = started > 0 ? monotonic_seconds() - started : 0;
+    const double now = monotonic_seconds();
+    s.elapsed_seconds = started > 0 ? now - started : 0;
+    s.share = counters_.share.load();
+    double still;
+    {
+        std::lock_guard lock(stall_mutex_);
+        still = stall_.observe(s.state, {s.written_bytes, s.durable_bytes, s.files_done, control_.beats()}, now);
+    }
+    if (still >= kStallNotice) {
+        s.stalled_seconds = still;
+        s.device_bytes_per_sec = 0;
+        s.eta_seconds = -1;
+    }
     return s;
 }
 

@@ -9,6 +9,7 @@
 #include "copy_job.h"
 #include "fd.h"
 #include "job_control.h"
+#include "stall_watch.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -38,6 +39,10 @@ struct ProgressSnapshot {
     int64_t own_dirty_bytes = -1; // -1: unknown (no cachestat, or nothing written yet)
     double eta_seconds = -1;      // unknown
     double elapsed_seconds = 0;
+    // How long the running copy has not moved, once that is kStallNotice or more (stall_watch.h); else 0. While
+    // it is stalled the rate is 0 and the ETA unknown, not what they were before.
+    double stalled_seconds = 0;
+    bool share = false; // the destination is a network share: "not responding" is about the share, not a device
 };
 
 // Called from the engine's threads: from the ticker for progress, from the job's lane for events.
@@ -74,6 +79,8 @@ private:
     JobControl control_;
     ProgressCounters counters_;
     std::atomic<double> started_ {0}; // written by the lane, read by snapshot() from any thread
+    mutable std::mutex stall_mutex_;  // snapshot() may be called from more than one thread
+    mutable StallWatch stall_;
     mutable std::mutex done_mutex_;
     mutable std::condition_variable done_cv_;
     bool finished_ = false;

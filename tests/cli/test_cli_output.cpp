@@ -68,3 +68,23 @@ TEST_CASE("the bar names the file on its way when the terminal has room, and kee
     const std::string idle = progress_line(snapshot(""), 100);
     CHECK(idle.compare(idle.size() - 5, 5, "files") == 0);
 }
+
+TEST_CASE("a stalled copy says who is not responding, on the bar and in --json")
+{
+    ProgressSnapshot s = snapshot("/home/me/big.iso");
+    s.state = JobState::Running;
+    s.stalled_seconds = 12.4;
+    s.device_bytes_per_sec = 0;
+    s.eta_seconds = -1;
+    s.share = true;
+    const std::string line = progress_line(s, 120);
+    INFO(line);
+    CHECK(line.find("the share is not responding (0:12)") != std::string::npos);
+    CHECK(columns(line) <= 120);
+    CHECK(json_progress(s).find("\"stalled_seconds\":12,\"share\":true") != std::string::npos);
+    s.share = false;
+    CHECK(progress_line(s, 120).find("the device is not responding (0:12)") != std::string::npos);
+    s.stalled_seconds = 0;
+    CHECK(progress_line(s, 120).find("not responding") == std::string::npos);
+    CHECK(json_progress(s).find("\"stalled_seconds\":0") != std::string::npos);
+}

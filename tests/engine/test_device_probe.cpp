@@ -418,6 +418,52 @@ TEST_CASE("choose_writeback: FUSE, network and stacked filesystems sync per chun
     CHECK(choose_writeback(kFuseMagic, "fuseblk") == WritebackMode::ChunkSync);
 }
 
+TEST_CASE("network_share_mounts: SMB, NFS and sshfs mounts, named by share and server", "[device_probe]")
+{
+    const auto mounts = parse_mountinfo(
+        "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+        "40 22 0:50 / /mnt/nas rw,relatime - cifs //nas.local/photos rw,vers=3.1.1\n"
+        "41 22 0:51 / /media/backup rw,relatime - nfs4 192.168.1.5:/export/backup rw,vers=4.2\n"
+        "42 22 0:52 / /home/anna/server rw,nosuid,nodev - fuse.sshfs anna@build.example.org:/srv/www/ rw\n"
+        "43 22 0:53 / /mnt/root rw - nfs4 [fe80::1]:/ rw\n"
+        "44 22 0:50 / /mnt/nas-again rw,relatime - cifs //nas.local/photos rw\n"
+        "45 22 0:54 / /run/user/1000/kio-fuse-Ab12 rw - fuse.kio-fuse kio-fuse rw\n"
+        "46 22 0:55 / /run/user/1000/gvfs rw - fuse.gvfsd-fuse gvfsd-fuse rw\n"
+        "47 22 8:17 / /media/anna/STICK rw - vfat /dev/sdb1 rw\n");
+    const auto shares = network_share_mounts(mounts);
+    REQUIRE(shares.size() == 4);
+    CHECK(shares[0].mount_point == "/mnt/nas");
+    CHECK(shares[0].name == "photos on nas.local");
+    CHECK(shares[0].fs_type == "cifs");
+    CHECK(shares[1].name == "backup on 192.168.1.5");
+    CHECK(shares[2].name == "www on build.example.org"); // the user is not part of the server's name
+    CHECK(shares[2].fs_type == "sshfs");
+    CHECK(shares[3].name == "[fe80::1]"); // the server's root
+    CHECK(shares[3].share.empty());
+}
+
+TEST_CASE("is_network_share: SMB, NFS and network folders through FUSE, not a stick behind FUSE", "[device_probe]")
+{
+    const auto share = [](const char *type, const char *subtype = "") {
+        DeviceInfo d;
+        d.fs_type = type;
+        d.fs_subtype = subtype;
+        return is_network_share(d);
+    };
+    for (const char *type : {"cifs", "smb3", "nfs", "nfs4"}) {
+        CAPTURE(type);
+        CHECK(share(type));
+    }
+    CHECK(share("fuse", "sshfs"));
+    CHECK(share("fuse", "kio-fuse"));
+    CHECK(share("fuse", "gvfsd-fuse"));
+    CHECK_FALSE(share("fuseblk", "exfat")); // exfat-fuse on a stick
+    CHECK_FALSE(share("fuse", "fusefat"));
+    CHECK_FALSE(share("vfat"));
+    CHECK_FALSE(share("ext4"));
+    CHECK_FALSE(share("tmpfs"));
+}
+
 TEST_CASE("choose_writeback: an unknown type syncs per chunk, with no type the magic decides", "[device_probe]")
 {
     CHECK(choose_writeback(0x2fc12fc1, "zfs") == WritebackMode::ChunkSync);

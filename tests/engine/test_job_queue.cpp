@@ -223,3 +223,97 @@ TEST_CASE_METHOD(SlowPair, "job queue: one writer per device holds across proces
     CHECK(exists(JobQueue::lock_folder() + "/" + lane + ".lock"));
     ::unlink((JobQueue::lock_folder() + "/" + lane + ".lock").c_str());
 }
+
+TEST_CASE("stall watch: counts the time nothing moved, only while running and only once the copy has moved")
+{
+    StallWatch w;
+    const CopyMotion none, some {1 * MiB, 0, 0, 0}, more {2 * MiB, 1 * MiB, 0, 0};
+    // The plan walks a tree before the first byte: no stall however long that takes.
+    CHECK(w.observe(JobState::Running, none, 0) == 0);
+    CHECK(w.observe(JobState::Running, none, 30) == 0);
+    CHECK(w.observe(JobState::Running, some, 31) == 0);
+    CHECK(w.observe(JobState::Running, some, 33.5) == Approx(2.5));
+    CHECK(w.observe(JobState::Running, more, 40) == 0); // it moved: the clock starts again
+    CHECK(w.observe(JobState::Running, more, 47) == Approx(7));
+    // A pause is no stall, and after it the clock starts from the resume.
+    CHECK(w.observe(JobState::Paused, more, 60) == 0);
+    CHECK(w.observe(JobState::Running, more, 61) == 0);
+    CHECK(w.observe(JobState::Running, more, 64) == Approx(3));
+    // Reading a copy back moves no counter but beats.
+    CHECK(w.observe(JobState::Running, {2 * MiB, 1 * MiB, 0, 1}, 65) == 0);
+    CHECK(w.observe(JobState::Done, more, 90) == 0);
+}
+
+namespace {
+// Data calls wait while |held| is set: a device (a share's link) that stops taking anything.
+struct Stalling : FaultSyscalls {
+    std::atomic<bool> held {false};
+    std::atomic<int> waited {0};
+    std::mutex m;
+    std::condition_variable cv;
+
+    void gate()
+    {
+        if (!held.load())
+            return;
+        ++waited;
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return !held.load(); });
+    }
+    void release()
+    {
+        {
+            std::lock_guard lock(m);
+            held = false;
+        }
+        cv.notify_all();
+    }
+    ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off) override
+    {
+        gate();
+        return FaultSyscalls::raw_pwrite(fd, buf, len, off);
+    }
+    ssize_t raw_sendfile(int out, int in, off_t *off, size_t len) override
+    {
+        gate();
+        return FaultSyscalls::raw_sendfile(out, in, off, len);
+    }
+    ssize_t raw_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len) override
+    {
+        gate();
+        return FaultSyscalls::raw_copy_file_range(in, in_off, out, out_off, len);
+    }
+};
+} // namespace
+
+TEST_CASE("job queue: a copy that stops moving is reported stalled, with no made-up rate, until it moves again")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 24 * MiB);
+    Stalling fs;
+    fs.max_transfer = 128 * 1024;
+    fs.data_delay = 5ms;
+    ScopedSyscalls seam(fs);
+    auto rec = std::make_shared<Recorder>();
+    JobQueue queue(0.1);
+    auto job = queue.submit(spec_of({t / "src"}, t / "dst"), rec);
+    REQUIRE(rec->wait_for([&] { return !rec->progress.empty() && rec->progress.back().durable_bytes > 0; }));
+    fs.held = true;
+    REQUIRE(rec->wait_for([&] { return rec->progress.back().stalled_seconds > 0; }, kStallNotice + 10));
+    ProgressSnapshot stalled;
+    {
+        std::lock_guard lock(rec->m);
+        stalled = rec->progress.back();
+    }
+    CHECK(fs.waited > 0);
+    CHECK(stalled.stalled_seconds >= kStallNotice);
+    CHECK(stalled.stalled_seconds < kStallNotice + 2); // said within a tick or two of the notice
+    CHECK(stalled.device_bytes_per_sec == 0);
+    CHECK(stalled.eta_seconds < 0);
+    CHECK_FALSE(stalled.share); // a local folder: the device, not a share, is not responding
+    fs.release();
+    REQUIRE(job->wait().ok());
+    std::lock_guard lock(rec->m);
+    CHECK(rec->progress.back().stalled_seconds == 0);
+    CHECK(same_bytes(t / "src", t / "dst"));
+}

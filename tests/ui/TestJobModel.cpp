@@ -54,6 +54,24 @@ private Q_SLOTS:
         QVERIFY(!i.data(JobModel::SafeToUnplugRole).toBool());
     }
 
+    void aStalledShareSaysSoInsteadOfARate()
+    {
+        JobModel model;
+        model.addJob(8, QStringLiteral("big.iso → photos on nas"), QStringLiteral("/mnt/nas"),
+                     QStringLiteral("/mnt/nas"), QString(), false);
+        JobProgress p = progress(8, JobState::Running, 1000 << 20, 300 << 20, 310 << 20);
+        p.stalledSeconds = 12;
+        p.share = true;
+        model.onProgress(p);
+        const QString status = model.index(0).data(JobModel::StatusRole).toString();
+        QVERIFY2(status.startsWith(QStringLiteral("The share is not responding (12 s).")), qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("300.0 MiB of 1,000.0 MiB on the share")), qPrintable(status));
+        QVERIFY2(!status.contains(QStringLiteral("left")), qPrintable(status)); // no ETA made up
+        // It answers again: the usual line is back.
+        model.onProgress(progress(8, JobState::Running, 1000 << 20, 320 << 20, 330 << 20, 10e6, 68));
+        QVERIFY(!model.index(0).data(JobModel::StatusRole).toString().contains(QStringLiteral("not responding")));
+    }
+
     void fullCountIsNotHundredPercentBeforeTheEnd_data()
     {
         QTest::addColumn<bool>("finished");

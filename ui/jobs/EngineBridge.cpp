@@ -37,6 +37,8 @@ JobProgress toProgress(const sanecopy::ProgressSnapshot &s)
     p.etaSeconds = s.eta_seconds;
     p.ownDirtyBytes = s.own_dirty_bytes;
     p.elapsedSeconds = s.elapsed_seconds;
+    p.stalledSeconds = s.stalled_seconds;
+    p.share = s.share;
     return p;
 }
 

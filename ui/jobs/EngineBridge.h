@@ -39,6 +39,8 @@ struct JobProgress {
     double etaSeconds = -1;
     qint64 ownDirtyBytes = -1;
     double elapsedSeconds = 0;
+    double stalledSeconds = 0; // the running copy has not moved for this long (0: it moves)
+    bool share = false;        // the destination is a network share
 };
 
 // What a plan found, before the first byte (EngineBridge::planAsync).

@@ -96,28 +96,35 @@ bool JobModel::anyFinished() const
 
 QString JobModel::statusOf(const Row &row) const
 {
+    return row.finished ? finishedStatus(row) : runningStatus(row.progress);
+}
+
+QString JobModel::finishedStatus(const Row &row) const
+{
     const JobProgress &p = row.progress;
-    if (row.finished) {
-        if (row.cancelled)
-            return tr("Cancelled. Nothing half-written was left, and the device has nothing left to write.");
-        if (row.ejected)
-            return row.finalMessage;
-        if (row.deviceRemoved)
-            // The bytes of complete files: a file cut off counts for nothing, though part of it reached the device.
-            return tr("The device was removed before the copy finished. On it in complete files, which are kept: %1 "
-                      "of %2. Plug it back in and copy again to finish the rest.")
-                .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
-        QString text =
-            row.ok ? tr("Done: %1.").arg(summaryOf(row))
-                   : tr("Finished with problems: %1 (see Details).")
-                         .arg(row.problems.size() == 1 ? tr("1 file was not copied")
-                                                       : tr("%1 files were not copied").arg(row.problems.size()));
-        if (row.removable && p.durableBytes > 0)
-            text += QLatin1Char(' ') + tr("Safe to unplug.");
-        if (!row.finalMessage.isEmpty())
-            text += QLatin1Char(' ') + row.finalMessage;
-        return text;
-    }
+    if (row.cancelled)
+        return tr("Cancelled. Nothing half-written was left, and the device has nothing left to write.");
+    if (row.ejected)
+        return row.finalMessage;
+    if (row.deviceRemoved)
+        // The bytes of complete files: a file cut off counts for nothing, though part of it reached the device.
+        return tr("The device was removed before the copy finished. On it in complete files, which are kept: %1 "
+                  "of %2. Plug it back in and copy again to finish the rest.")
+            .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
+    QString text = row.ok
+                       ? tr("Done: %1.").arg(summaryOf(row))
+                       : tr("Finished with problems: %1 (see Details).")
+                             .arg(row.problems.size() == 1 ? tr("1 file was not copied")
+                                                           : tr("%1 files were not copied").arg(row.problems.size()));
+    if (row.removable && p.durableBytes > 0)
+        text += QLatin1Char(' ') + tr("Safe to unplug.");
+    if (!row.finalMessage.isEmpty())
+        text += QLatin1Char(' ') + row.finalMessage;
+    return text;
+}
+
+QString JobModel::runningStatus(const JobProgress &p) const
+{
     switch (JobState(p.state)) {
     case JobState::Queued:
         return tr("Waiting for the device: another copy to it runs first.");
@@ -126,6 +133,15 @@ QString JobModel::statusOf(const Row &row) const
             .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
     default:
         break;
+    }
+    if (p.stalledSeconds > 0) {
+        // Rate and ETA would be made up while nothing moves: say what is happening instead.
+        const QString waited = formatEta(p.stalledSeconds);
+        return (p.share ? tr("The share is not responding (%1). %2 of %3 on the share; the copy goes on when it "
+                             "answers, or press Cancel.")
+                        : tr("The device is not responding (%1). %2 of %3 on the device; the copy goes on when "
+                             "it answers, or press Cancel."))
+            .arg(waited, formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
     }
     const qint64 inCache = p.writtenBytes - p.durableBytes;
     QString text =

@@ -106,6 +106,8 @@ private:
     static QString outcomeOf(const Row &row);
     QString summaryOf(const Row &row) const;
     QString statusOf(const Row &row) const;
+    QString finishedStatus(const Row &row) const;
+    QString runningStatus(const JobProgress &p) const;
     void changed(int row);
 
     QList<Row> rows_;

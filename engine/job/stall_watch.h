@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// How long a running copy has not moved. A share whose link stalls, a stick that stops answering: the copy's
+// thread then waits in the kernel (a write, an fdatasync) and no counter changes, while the rate and the ETA
+// would go on showing what they last were. Progress snapshots carry the time since anything last moved, once it
+// is long enough to say so (kStallNotice), so the front ends say "not responding" instead.
+//
+// Moving is any of: a byte handed over, a byte made durable, a file finished, a beat (JobControl::beat: reading
+// a copy back, which changes none of the counters). Nothing counts as a stall before the copy has first moved
+// (the plan walks a big tree first), nor while the job is not running (paused, queued, finished).
+#pragma once
+
+#include "job_control.h"
+
+#include <cstdint>
+
+namespace sanecopy {
+
+// A copy that has not moved for this long is reported as stalled. A stick's window or a share's chunk is an
+// eighth of a second of device time and a group of small files a few seconds at most, so five seconds without
+// any of them is not the device's normal pace.
+inline constexpr double kStallNotice = 5.0;
+
+struct CopyMotion {
+    uint64_t written = 0;
+    uint64_t durable = 0;
+    uint64_t files_done = 0;
+    uint64_t beats = 0;
+    bool operator==(const CopyMotion &) const = default;
+};
+
+// Pure: fed what the counters say and when, it tells how long they have stood still.
+class StallWatch {
+public:
+    // Seconds since the copy last moved, as of |now|; 0 while it moves, before it first moved and whenever
+    // |state| is not Running (a pause or a queue wait is no stall, and the clock starts again after one).
+    double observe(JobState state, const CopyMotion &motion, double now)
+    {
+        if (state != JobState::Running) {
+            moved_at_ = -1;
+            last_ = motion;
+            return 0;
+        }
+        if (!(motion == last_) || moved_at_ < 0) {
+            const bool started = motion.written || motion.durable || motion.files_done || motion.beats;
+            last_ = motion;
+            moved_at_ = started ? now : -1;
+            return 0;
+        }
+        return now - moved_at_;
+    }
+
+private:
+    CopyMotion last_;
+    double moved_at_ = -1; // when the counters last changed; -1: not yet started (or not running)
+};
+
+} // namespace sanecopy
