@@ -133,6 +133,25 @@ private Q_SLOTS:
         QCOMPARE(changed.count(), 1);
     }
 
+    void sharesAreListedByServerAndNeverGuessed()
+    {
+        // The fixture's sshfs mount, named as a person knows it; gvfs's one mount for every remote folder is not
+        // a share.
+        const QList<Device> shares = networkShares(fixtureMounts(), {});
+        QCOMPARE(shares.size(), 1);
+        QCOMPARE(shares[0].name, QStringLiteral("srv on nas"));
+        QCOMPARE(shares[0].mountPoint, QStringLiteral("/home/anna/remote"));
+        QVERIFY(shares[0].share);
+        QVERIFY(!shares[0].removable);
+
+        DestinationPicker picker(nullptr, false);
+        picker.setDevices(shares);
+        QCOMPARE(picker.destination(), QString()); // a share always mounted says nothing about this copy
+        QCOMPARE(picker.list()->itemData(0).toString(), QStringLiteral("/home/anna/remote"));
+        picker.setDevices(QList<Device> {stick("/media/a", "A")} + shares);
+        QCOMPARE(picker.destination(), QStringLiteral("/media/a")); // the one stick still is
+    }
+
     void unmountedStickFromSysfsAndUdev()
     {
         const QList<Device> devices = unmountedRemovableDevices(

@@ -50,6 +50,26 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
     return devices;
 }
 
+QList<Device> networkShares(const std::vector<sanecopy::MountEntry> &mounts, const SizeLookup &sizes)
+{
+    QList<Device> shares;
+    for (const sanecopy::ShareMount &m : sanecopy::network_share_mounts(mounts)) {
+        Device d;
+        d.mountPoint = QString::fromStdString(m.mount_point);
+        d.fsType = QString::fromStdString(m.fs_type);
+        d.share = true;
+        d.name = m.share.empty()
+                     ? QString::fromStdString(m.server)
+                     : QObject::tr("%1 on %2").arg(QString::fromStdString(m.share), QString::fromStdString(m.server));
+        if (sizes)
+            sizes(d.mountPoint, d.size, d.free);
+        shares.append(d);
+    }
+    std::sort(shares.begin(), shares.end(),
+              [](const Device &a, const Device &b) { return QString::localeAwareCompare(a.name, b.name) < 0; });
+    return shares;
+}
+
 namespace {
 
 // "8:17" -> (8, 17); false for anything else.
@@ -137,21 +157,23 @@ QList<Device> currentRemovableDevices()
     const QByteArray text = f.readAll();
     const auto mounts = sanecopy::parse_mountinfo(std::string_view(text.constData(), size_t(text.size())));
     const bool udisks = Udisks::available();
-    QList<Device> devices = removableDevices(
-        mounts, QStringLiteral("/sys"),
-        [](const QString &mountPoint, qint64 &size, qint64 &free) {
-            QStorageInfo storage(mountPoint);
-            if (!storage.isValid() || storage.bytesTotal() <= 0)
-                return false; // fusefat reports a size of 0: unknown, not empty
-            size = storage.bytesTotal();
-            free = storage.bytesAvailable();
-            return true;
-        },
-        udisks ? LabelLookup(&Udisks::label) : LabelLookup(), QStringLiteral("/run/udev/data"));
+    const SizeLookup sizes = [](const QString &mountPoint, qint64 &size, qint64 &free) {
+        QStorageInfo storage(mountPoint);
+        if (!storage.isValid() || storage.bytesTotal() <= 0)
+            return false; // fusefat reports a size of 0: unknown, not empty
+        size = storage.bytesTotal();
+        free = storage.bytesAvailable();
+        return true;
+    };
+    QList<Device> devices =
+        removableDevices(mounts, QStringLiteral("/sys"), sizes, udisks ? LabelLookup(&Udisks::label) : LabelLookup(),
+                         QStringLiteral("/run/udev/data"));
     // Only UDisks2 can mount a stick for the user; without it an unmounted one is no destination.
     if (udisks)
         devices += unmountedRemovableDevices(mounts, QStringLiteral("/sys"), QStringLiteral("/run/udev/data"),
                                              LabelLookup(&Udisks::label));
+    // A share that does not answer would hang QStorageInfo (statfs) on the GUI thread: its size stays unknown.
+    devices += networkShares(mounts, {});
     return devices;
 }
 

@@ -19,7 +19,8 @@ struct Device {
     QString blockDevice; // "sdb1"
     QString fsType;
     bool removable = false;
-    qint64 size = -1; // -1: unknown
+    bool share = false; // a network share (SMB, NFS, sshfs): nothing to unplug or eject
+    qint64 size = -1;   // -1: unknown
     qint64 free = -1;
     QString describe() const; // "STICK — 14.9 GiB, 12.1 GiB free"
     bool mounted() const { return !mountPoint.isEmpty(); }
@@ -42,7 +43,12 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
 QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> &mounts, const QString &sysfsRoot,
                                         const QString &udevRoot, const LabelLookup &labels = {});
 
-// The mounted removable devices, and with UDisks2 running (which can mount them) the unmounted ones after them.
+// Pure over its inputs: the network shares mounted in |mounts| (sanecopy::network_share_mounts), by name, as
+// "photos on nas.local".
+QList<Device> networkShares(const std::vector<sanecopy::MountEntry> &mounts, const SizeLookup &sizes);
+
+// The mounted removable devices, and with UDisks2 running (which can mount them) the unmounted ones after them;
+// then the mounted network shares.
 QList<Device> currentRemovableDevices();
 
 } // namespace SaneCopy

@@ -112,7 +112,7 @@ void DestinationPicker::rebuild()
     const bool currentWasDevice = currentKind == DeviceEntry || currentKind == UnmountedEntry;
     combo_->clear();
     for (const Device &d : std::as_const(devices_))
-        addEntry(QStringLiteral("drive-removable-media-usb"), d.describe(),
+        addEntry(d.share ? QStringLiteral("folder-network") : QStringLiteral("drive-removable-media-usb"), d.describe(),
                  d.mounted() ? d.mountPoint : kUnmounted + d.blockDevice, d.mounted() ? DeviceEntry : UnmountedEntry);
     if (!custom_.isEmpty() && combo_->findData(custom_) < 0)
         addEntry(QStringLiteral("folder"), custom_, custom_, FolderEntry);
@@ -141,7 +141,12 @@ int DestinationPicker::entryToKeep(const QString &current, bool currentWasDevice
             if (d.mounted() && d.blockDevice == current.mid(kUnmounted.size()))
                 keep = combo_->findData(d.mountPoint);
     }
-    if (keep < 0 && devices_.size() == 1)
+    // A share that is always mounted (a NAS in fstab) is no sign of where this copy should go: only a single
+    // removable device is chosen on its own.
+    if (keep < 0 &&
+        std::count_if(
+            devices_.begin(), devices_.end(), [](const Device &d) { return !d.share; }) == 1 &&
+        !devices_.front().share)
         keep = 0;
     return keep;
 }
