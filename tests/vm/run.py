@@ -25,7 +25,7 @@ STICK_MIB = 1024
 WRITE_BPS = 10_000_000
 WRITE_IOPS = 300
 SILENCE_LIMIT = 420   # seconds without a console line: the guest hangs
-TOTAL_LIMIT = 1500
+TOTAL_LIMIT = 2400
 
 
 class Qmp:
@@ -82,7 +82,7 @@ def print_tables(table):
                       f"{r['peak'] / mib:.1f} MiB"] for r in table["small"]])
     if table.get("shares"):
         print("# Shares: servers in a network namespace behind netem, 100 Mbit/s and 10 ms each way; 120 MiB file "
-              "(the link's own limit 10.07 s), 500 small files.")
+              "(the link's own limit 10.07 s), 100 small files.")
         big = [r for r in table["shares"] if "link" in r]
         print_table(["share", "dd oflag=direct", "cp + sync", "sanecp", "of the link", "sanecp / better",
                      "sanecp peak dirty", "cp peak dirty"],
