@@ -312,6 +312,10 @@ std::string last_component(std::string_view path)
 // "server:/path" (NFS, sshfs; "[fe80::1]:/path" for an IPv6 address), a user in front of sshfs's server dropped.
 std::pair<std::string, std::string> host_and_path(std::string_view source)
 {
+    // The user first: "anna@[::1]:/srv" has its address's colons after it.
+    const size_t at = source.find('@');
+    if (at != std::string_view::npos && at < source.find(':'))
+        source.remove_prefix(at + 1);
     size_t colon;
     if (!source.empty() && source.front() == '[') {
         const size_t close = source.find(']');
@@ -321,10 +325,7 @@ std::pair<std::string, std::string> host_and_path(std::string_view source)
     }
     if (colon == std::string_view::npos)
         return {};
-    std::string_view host = source.substr(0, colon);
-    if (const size_t at = host.rfind('@'); at != std::string_view::npos)
-        host.remove_prefix(at + 1);
-    return {std::string(host), last_component(source.substr(colon + 1))};
+    return {std::string(source.substr(0, colon)), last_component(source.substr(colon + 1))};
 }
 
 // |m| as a share, when it is one (SMB, NFS, sshfs) and names its server.
@@ -332,11 +333,13 @@ std::optional<ShareMount> share_of(const MountEntry &m)
 {
     ShareMount share;
     if (m.fs_type == "cifs" || m.fs_type == "smb3") {
-        // "//server/share/folder"
-        std::string_view rest(m.source);
-        while (!rest.empty() && (rest.front() == '/' || rest.front() == '\\'))
+        // "//server/share/folder", or with backslashes as Windows writes it
+        std::string source = m.source;
+        std::replace(source.begin(), source.end(), '\\', '/');
+        std::string_view rest(source);
+        while (!rest.empty() && rest.front() == '/')
             rest.remove_prefix(1);
-        const size_t slash = rest.find_first_of("/\\");
+        const size_t slash = rest.find('/');
         share.server = std::string(rest.substr(0, slash));
         share.share = slash == std::string_view::npos ? std::string() : last_component(rest.substr(slash));
     } else if (m.fs_type == "nfs" || m.fs_type == "nfs4" || (m.fs_type == "fuse" && m.fs_subtype == "sshfs")) {

@@ -23,6 +23,7 @@ namespace job_detail {
 
 void JobRunner::report_error(Status s, const std::string &path)
 {
+    control_.beat(); // a file reported is the job moving, though no byte did (stall_watch.h)
     ++summary_.errors;
     // Only the destination failing ends the job: a source that can't be read is that file's problem.
     if (s.on_destination() && is_device_fatal(s.err())) {
@@ -52,6 +53,7 @@ Status JobRunner::explain(Status s)
 
 void JobRunner::report_skip(const std::string &path, const std::string &why, LeftOut reason)
 {
+    control_.beat();
     ++summary_.files_skipped;
     // A skip the conflict policy asked for is what the user wanted; anything else is a requested file not copied.
     if (reason != LeftOut::Exists)

@@ -75,6 +75,9 @@ void JobRunner::start(JobPlan &plan)
     // 100 Mbit/s, 20 ms link (tests/vm/shares.py). A budget set in the spec stays as it is.
     if (is_network_share(plan.device) && spec_.limits.target_seconds == ChunkLimits {}.target_seconds)
         session_.limits.target_seconds = kShareChunkSeconds;
+    // The plan is done: from here a destination that takes nothing (a share that is down from the start) is a
+    // stall, though no byte has moved yet.
+    control_.beat();
     counters_.total_bytes.store(plan.total_bytes);
     counters_.files_total.store(plan.files);
     if (!plan.space.ok()) {

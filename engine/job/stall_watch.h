@@ -6,8 +6,9 @@
 // is long enough to say so (kStallNotice), so the front ends say "not responding" instead.
 //
 // Moving is any of: a byte handed over, a byte made durable, a file finished, a beat (JobControl::beat: reading
-// a copy back, which changes none of the counters). Nothing counts as a stall before the copy has first moved
-// (the plan walks a big tree first), nor while the job is not running (paused, queued, finished).
+// a copy back, which changes none of the counters; a file skipped or failed; the plan finished). Nothing counts as
+// a stall before the plan is done (it walks a big tree first), nor while the job is not running (paused, queued,
+// finished).
 #pragma once
 
 #include "job_control.h"
@@ -16,9 +17,10 @@
 
 namespace sanecopy {
 
-// A copy that has not moved for this long is reported as stalled. A stick's window or a share's chunk is an
-// eighth of a second of device time and a group of small files a few seconds at most, so five seconds without
-// any of them is not the device's normal pace.
+// A copy that has not moved for this long is reported as stalled. A stick's window is an eighth of a second of
+// device time and a share's chunk half a second, so five seconds without any of them is not the device's normal
+// pace. What is in flight at once (a group of small files, the last sync) may take longer on a slow device: the
+// snapshot then waits three times what those bytes take at the measured rate (Job::snapshot).
 inline constexpr double kStallNotice = 5.0;
 
 struct CopyMotion {

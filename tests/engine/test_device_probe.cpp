@@ -429,9 +429,13 @@ TEST_CASE("network_share_mounts: SMB, NFS and sshfs mounts, named by share and s
         "44 22 0:50 / /mnt/nas-again rw,relatime - cifs //nas.local/photos rw\n"
         "45 22 0:54 / /run/user/1000/kio-fuse-Ab12 rw - fuse.kio-fuse kio-fuse rw\n"
         "46 22 0:55 / /run/user/1000/gvfs rw - fuse.gvfsd-fuse gvfsd-fuse rw\n"
-        "47 22 8:17 / /media/anna/STICK rw - vfat /dev/sdb1 rw\n");
+        "47 22 8:17 / /media/anna/STICK rw - vfat /dev/sdb1 rw\n"
+        "48 22 0:56 / /mnt/v6 rw - fuse.sshfs anna@[fe80::2]:/data rw\n"
+        "49 22 0:57 / /mnt/win rw - cifs \\134\\134fileserver\\134public rw\n"); // mountinfo escapes '\\'
     const auto shares = network_share_mounts(mounts);
-    REQUIRE(shares.size() == 4);
+    REQUIRE(shares.size() == 6);
+    CHECK(shares[4].name == "data on [fe80::2]"); // a user before an IPv6 address
+    CHECK(shares[5].name == "public on fileserver");
     CHECK(shares[0].mount_point == "/mnt/nas");
     CHECK(shares[0].name == "photos on nas.local");
     CHECK(shares[0].fs_type == "cifs");
