@@ -128,6 +128,16 @@ bool may_mean_removal(const Status &s)
 Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sysfs_root, double grace_seconds)
 {
     const int err = s.err();
+    // A share whose server stopped answering: a soft mount's timeout (EIO, ETIMEDOUT with "softerr"), a lost
+    // connection. Nothing was unplugged, and the server still has what it confirmed.
+    if (is_network_share(info) && s.on_destination() && s.detail().empty() &&
+        (err == EIO || err == ETIMEDOUT || err == ENOTCONN || err == EHOSTDOWN || err == EHOSTUNREACH ||
+         err == ENETUNREACH)) {
+        const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
+        return std::move(s).with_detail("the share at " + info.mount_point + " stopped answering (" + seen +
+                                        "); run the same copy again once it answers: what the share has stays, "
+                                        "and big files go on where they stopped");
+    }
     if (!may_mean_removal(s))
         return s;
     // Marked already (the job saw the device go on an earlier file): only the words are missing.

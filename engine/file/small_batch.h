@@ -64,7 +64,13 @@ struct BatchedFile {
 struct BatchLimits {
     uint64_t max_bytes = 12 * kMiB;
     std::size_t max_files = 4096;
+    // Files of a group whose syncs, closes and renames run at once when each file is synced on its own
+    // (settle_each). On a share each of those is a round trip that waits on the link, not on a disk.
+    unsigned settle_threads = 1;
 };
+
+// settle_threads onto a network share: enough files in flight to cover a round trip of tens of milliseconds.
+inline constexpr unsigned kShareSettleThreads = 8;
 
 class Syncer;
 class BackgroundCloser;

@@ -8,15 +8,20 @@
 
 namespace sanecopy {
 
+namespace {
+// A share's server or the link to it gone (a soft mount timing out, a dropped connection).
+bool link_lost(int err) { return err == ETIMEDOUT || err == EHOSTDOWN || err == EHOSTUNREACH || err == ENETUNREACH; }
+} // namespace
+
 bool keeps_part_file(int err)
 {
-    return err == EIO || err == ENODEV || err == ENXIO || err == ENOTCONN || err == ESHUTDOWN;
+    return err == EIO || err == ENODEV || err == ENXIO || err == ENOTCONN || err == ESHUTDOWN || link_lost(err);
 }
 
 bool is_device_fatal(int err)
 {
     return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS || err == ENODEV || err == ENXIO ||
-           err == ENOTCONN || err == ESHUTDOWN;
+           err == ENOTCONN || err == ESHUTDOWN || link_lost(err);
 }
 
 namespace job_detail {

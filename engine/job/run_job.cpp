@@ -87,6 +87,8 @@ void JobRunner::start(JobPlan &plan)
     // A batched file holds a descriptor (two with verify) until its group is published, and two groups are
     // open at a time: keep that well inside the process's limit, other lanes and the GUI included.
     BatchLimits limits {spec_.batch_bytes, spec_.batch_files};
+    if (is_network_share(device_))
+        limits.settle_threads = kShareSettleThreads;
     if (struct rlimit rl {}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         limits.max_files = std::max<std::size_t>(8, std::min<std::size_t>(limits.max_files, rl.rlim_cur / 8));
     // Where each close sleeps 100 ms (vfat "flush", as UDisks2 mounts FAT), published files are closed on the

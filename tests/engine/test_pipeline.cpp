@@ -272,6 +272,25 @@ TEST_CASE("a pulled stick is said as such, on the destination only")
     }
 }
 
+TEST_CASE("a share that stops answering is said as such, never as a device removed")
+{
+    DeviceInfo nas;
+    nas.fs_type = "nfs4";
+    nas.mount_point = "/mnt/nas";
+    for (int err : {EIO, ETIMEDOUT, ENOTCONN}) {
+        CAPTURE(err);
+        const Status s = explain_device_loss(Status::destination(err, "fdatasync", "/mnt/nas/big.iso"), nas);
+        CHECK_FALSE(s.device_removed());
+        CHECK(s.message().find("the share at /mnt/nas stopped answering") != std::string::npos);
+        CHECK(s.message().find("run the same copy again") != std::string::npos);
+        CHECK(is_device_fatal(err)); // the job stops: every next file would wait for the same timeout
+        CHECK(keeps_part_file(err)); // and what the share has stays for the rerun
+    }
+    // A full share is not a lost one.
+    const Status full = explain_device_loss(Status::destination(ENOSPC, "write", "/mnt/nas/big.iso"), nas);
+    CHECK(full.message().find("stopped answering") == std::string::npos);
+}
+
 TEST_CASE("group sync: in the background on journaling filesystems, on the job's thread on FAT, exFAT and NTFS")
 {
     CHECK(choose_group_sync(0xef53) == GroupSync::Background);     // ext4
@@ -608,4 +627,75 @@ TEST_CASE("small files start their own writeback on removable devices and on FAT
     DeviceInfo fuse = stick_ext4;
     fuse.writeback = WritebackMode::ChunkSync; // sync_file_range can't reach a FUSE daemon's data
     CHECK_FALSE(choose_route(fuse, 1).small_file_writeback);
+}
+
+namespace {
+// fdatasync as a share answers it: a round trip of 20 ms, whoever waits for it. Counts how many wait at once.
+struct RoundTripSync : FaultSyscalls {
+    std::atomic<int> syncing {0}, most_syncing {0};
+    int raw_fdatasync(int fd) override
+    {
+        const int now = ++syncing;
+        for (int prev = most_syncing.load(); now > prev && !most_syncing.compare_exchange_weak(prev, now);) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        --syncing;
+        return FaultSyscalls::raw_fdatasync(fd);
+    }
+};
+
+// |files| small files through a ChunkSync batch (a share) with |threads| settle threads, under |policy|.
+std::vector<std::string> run_share_batch(const TempDir &t, int files, unsigned threads, ConflictPolicy policy)
+{
+    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    std::vector<std::string> published;
+    SmallFileBatch::Hooks hooks;
+    hooks.durable = [](const BatchedFile &) {};
+    hooks.failed = [](BatchedFile &f, Status s) { FAIL(f.source << ": " << s.message()); };
+    hooks.published = [&](BatchedFile &f) { published.push_back(f.target); };
+    BatchLimits limits {1 << 20, 64};
+    limits.settle_threads = threads;
+    SmallFileBatch batch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, hooks, nullptr);
+    for (int i = 0; i < files; ++i) {
+        const std::string name = "f" + std::to_string(i);
+        auto part = PartFile::create(dir, t.path(), name, 0644);
+        REQUIRE(part.ok());
+        REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
+        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}});
+    }
+    batch.flush();
+    return published;
+}
+} // namespace
+
+TEST_CASE("small files on a share: syncs and renames of a group run side by side, published in the files' order")
+{
+    TempDir t;
+    RoundTripSync fs;
+    ScopedSyscalls seam(fs);
+    const auto started = std::chrono::steady_clock::now();
+    const std::vector<std::string> published = run_share_batch(t, 48, 8, ConflictPolicy::Refuse);
+    const auto took = std::chrono::steady_clock::now() - started;
+    REQUIRE(published.size() == 48);
+    for (int i = 0; i < 48; ++i) {
+        CHECK(published[size_t(i)] == t / ("f" + std::to_string(i))); // reported in the order they came
+        CHECK(read_file(t / ("f" + std::to_string(i))) == "f" + std::to_string(i));
+    }
+    CHECK(part_files(t.path()).empty());
+    CHECK(fs.most_syncing.load() > 1);
+    // One after another: 48 x 20 ms, plus a folder sync a group.
+    CHECK(took < std::chrono::milliseconds(48 * 20 * 3 / 4));
+}
+
+TEST_CASE("small files on a share: 'Keep both' searches for free names one file at a time")
+{
+    TempDir t;
+    write_text_file(t / "f1", "older");
+    RoundTripSync fs;
+    ScopedSyscalls seam(fs);
+    const std::vector<std::string> published = run_share_batch(t, 6, 8, ConflictPolicy::Rename);
+    CHECK(published.size() == 6);
+    CHECK(fs.most_syncing.load() == 1);
+    CHECK(read_file(t / "f1") == "older");
+    CHECK(read_file(t / "f1 (1)") == "f1");
 }
