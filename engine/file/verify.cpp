@@ -118,17 +118,29 @@ uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_
     const uint64_t kWindow = limits.max_in_flight;
     if (part_size == 0 || part_size > source_size)
         return 0;
-    const uint64_t at = part_size / kAlign * kAlign;
+    uint64_t at = part_size / kAlign * kAlign;
     if (at == 0)
         return 0;
     // The tail is what a crash or a pulled stick damages (a size that reached the journal before its data, a
     // half-written last window); a prefix whose last window matches the source is taken as the copy so far.
-    const uint64_t from = at > kWindow ? at - kWindow : 0;
-    const size_t len = size_t(at - from);
-    std::vector<char> a(len), b(len);
-    if (read_full(source, a.data(), len, from) != ssize_t(len) || read_full(part, b.data(), len, from) != ssize_t(len))
-        return 0;
-    return std::memcmp(a.data(), b.data(), len) == 0 ? at : 0;
+    // A share loses writes from the middle of what was in flight, not only its end (an NFS client sends a
+    // window's WRITEs side by side, and a cut link lets later ones through where earlier ones are lost): then the
+    // size runs past a hole, and the window before, all of it synced before the last window was sent, is where
+    // the copy goes on.
+    std::vector<char> a, b;
+    for (int back = 0; back < 2 && at > 0; ++back) {
+        const uint64_t from = at > kWindow ? at - kWindow : 0;
+        const size_t len = size_t(at - from);
+        a.resize(len);
+        b.resize(len);
+        if (read_full(source, a.data(), len, from) != ssize_t(len) ||
+            read_full(part, b.data(), len, from) != ssize_t(len))
+            return 0;
+        if (std::memcmp(a.data(), b.data(), len) == 0)
+            return at;
+        at = from;
+    }
+    return 0;
 }
 
 } // namespace sanecopy

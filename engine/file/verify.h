@@ -29,8 +29,9 @@ bool same_bytes(int a, int b, uint64_t size, bool evict);
 
 // Where an interrupted copy can go on: the length of the part file's prefix whose last window of
 // |limits.max_in_flight| (what may have been lost in flight) matches the source, rounded down to
-// |limits.align|; 0 when nothing usable is there (a different source, a torn tail). Pure over the seam's reads;
-// |part| must be open for reading.
+// |limits.align|; when that window doesn't, one window earlier if the window before it matches (writes lost in
+// the middle of what was in flight); 0 when nothing usable is there (a different source, a torn tail). Pure over
+// the seam's reads; |part| must be open for reading.
 uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &limits = {});
 
 } // namespace sanecopy

@@ -11,6 +11,7 @@
 
 #include "device_probe.h"
 #include "job_queue.h"
+#include "verify.h"
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace sanecopy;
 using namespace sanecopy::test;
@@ -349,4 +351,34 @@ TEST_CASE("resume: a move that asks, not resuming, asks even when a \"name (1)\"
     CHECK(asked == 1);
     CHECK(file_size(t / "out/a") == 5000); // replaced, as answered
     CHECK_FALSE(exists(t / "a"));
+}
+
+TEST_CASE("resume point: the last window verified, else the one before it, else nothing")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 64 * MiB, 7);
+    ChunkLimits limits;
+    limits.max_in_flight = 8 * MiB;
+    const auto part_of = [&](uint64_t size, uint64_t hole_at, uint64_t hole_len) {
+        write_pattern_file(t / "part", 64 * MiB, 7);
+        REQUIRE(::truncate((t / "part").c_str(), off_t(size)) == 0);
+        if (hole_len) {
+            const std::vector<char> zeros(hole_len);
+            UniqueFd fd(::open((t / "part").c_str(), O_WRONLY | O_CLOEXEC));
+            REQUIRE(::pwrite(fd.get(), zeros.data(), zeros.size(), off_t(hole_at)) == ssize_t(zeros.size()));
+        }
+        UniqueFd src(::open((t / "src").c_str(), O_RDONLY | O_CLOEXEC));
+        UniqueFd part(::open((t / "part").c_str(), O_RDONLY | O_CLOEXEC));
+        return resume_point(src.get(), 64 * MiB, part.get(), size, limits);
+    };
+    CHECK(part_of(40 * MiB, 0, 0) == 40 * MiB); // an intact prefix: all of it
+    // A share lost a write in the middle of the last window, later ones arrived: the window before it.
+    CHECK(part_of(40 * MiB, 35 * MiB, 1 * MiB) == 32 * MiB);
+    // Damage in both windows: nothing is trusted.
+    CHECK(part_of(40 * MiB, 31 * MiB, 2 * MiB) == 0);
+    // Another file altogether.
+    write_pattern_file(t / "other", 64 * MiB, 8);
+    UniqueFd src(::open((t / "src").c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd other(::open((t / "other").c_str(), O_RDONLY | O_CLOEXEC));
+    CHECK(resume_point(src.get(), 64 * MiB, other.get(), 40 * MiB, limits) == 0);
 }
