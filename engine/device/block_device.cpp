@@ -115,6 +115,13 @@ bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root
 
 namespace {
 
+// The errors a share gives when its server stops answering.
+bool server_gone(int err)
+{
+    return err == EIO || err == ETIMEDOUT || err == ENOTCONN || err == EHOSTDOWN || err == EHOSTUNREACH ||
+           err == ENETUNREACH;
+}
+
 // An error on the destination of the kinds a pulled device gives, not already explained.
 bool may_mean_removal(const Status &s)
 {
@@ -123,21 +130,25 @@ bool may_mean_removal(const Status &s)
     return !s.ok() && s.on_destination() && removal_kind && !(s.device_removed() && !s.detail().empty());
 }
 
+// A share whose server stopped answering: a soft mount's timeout (EIO, ETIMEDOUT with "softerr"), a lost
+// connection. Nothing was unplugged, and the server still has what it confirmed.
+Status explain_share_loss(Status s, const DeviceInfo &info)
+{
+    if (s.ok() || !s.on_destination() || !s.detail().empty() || !server_gone(s.err()))
+        return s;
+    const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
+    return std::move(s).with_detail("the share at " + info.mount_point + " stopped answering (" + seen +
+                                    "); run the same copy again once it answers: what the share has stays, "
+                                    "and big files go on where they stopped");
+}
+
 } // namespace
 
 Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sysfs_root, double grace_seconds)
 {
     const int err = s.err();
-    // A share whose server stopped answering: a soft mount's timeout (EIO, ETIMEDOUT with "softerr"), a lost
-    // connection. Nothing was unplugged, and the server still has what it confirmed.
-    if (is_network_share(info) && s.on_destination() && s.detail().empty() &&
-        (err == EIO || err == ETIMEDOUT || err == ENOTCONN || err == EHOSTDOWN || err == EHOSTUNREACH ||
-         err == ENETUNREACH)) {
-        const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
-        return std::move(s).with_detail("the share at " + info.mount_point + " stopped answering (" + seen +
-                                        "); run the same copy again once it answers: what the share has stays, "
-                                        "and big files go on where they stopped");
-    }
+    if (is_network_share(info))
+        return explain_share_loss(std::move(s), info);
     if (!may_mean_removal(s))
         return s;
     // Marked already (the job saw the device go on an earlier file): only the words are missing.

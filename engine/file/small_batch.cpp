@@ -329,22 +329,19 @@ void for_each_index(std::size_t count, unsigned threads, const std::function<voi
 }
 } // namespace
 
-void SmallFileBatch::settle_each(Group &group)
+// The part of settle_each that waits on the device (or the server): attributes, sync, close, rename.
+std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
 {
-    // Each file's sync, close and rename, side by side on a share (BatchLimits::settle_threads): there each is a
-    // round trip, and one file after another took 2.6x cp -r + sync onto cifs over a 20 ms link. A search for a
-    // free name ("Keep both") or a read-back stays one file at a time. The hooks run here, in the files' order.
-    struct Settled {
-        Status synced;
-        Status published;
-        std::string final_name;
-    };
     std::vector<Settled> out(group.files.size());
     const bool together = !hooks_.verify && std::none_of(group.files.begin(), group.files.end(), [](const auto &f) {
         return f.policy == ConflictPolicy::Rename;
     });
     for_each_index(group.files.size(), together ? limits_.settle_threads : 1, [&](std::size_t i) {
         BatchedFile &f = group.files[i];
+        if (f.attributes) {
+            if (out[i].synced = f.part.set_attributes(f.attributes->mode, f.attributes->mtime); !out[i].synced)
+                return;
+        }
         if (out[i].synced = f.part.sync_data(); !out[i].synced)
             return;
         drop_written_pages(f.part.fd());
@@ -352,6 +349,15 @@ void SmallFileBatch::settle_each(Group &group)
         if (!hooks_.verify)
             out[i].published = f.part.commit(f.policy, &out[i].final_name);
     });
+    return out;
+}
+
+void SmallFileBatch::settle_each(Group &group)
+{
+    // Each file's sync, close and rename, side by side on a share (BatchLimits::settle_threads): there each is a
+    // round trip, and one file after another took 2.6x cp -r + sync onto cifs over a 20 ms link. A search for a
+    // free name ("Keep both") or a read-back stays one file at a time. The hooks run here, in the files' order.
+    std::vector<Settled> out = settle_files(group);
     std::vector<BatchedFile *> named;
     for (std::size_t i = 0; i < group.files.size(); ++i) {
         BatchedFile &f = group.files[i];

@@ -47,6 +47,13 @@
 
 namespace sanecopy {
 
+// A file's mode and modification time, when they are set as its group settles rather than when it was written
+// (SmallFileBatch::settles_side_by_side).
+struct PendingAttributes {
+    mode_t mode = 0;
+    struct timespec mtime {};
+};
+
 struct BatchedFile {
     PartFile part;
     std::string source;
@@ -59,6 +66,7 @@ struct BatchedFile {
     std::optional<Sha256Digest> digest; // of its source, when hashed
     SharedDirFd source_dir;             // the source's folder and name, for a move to remove it once published
     std::string source_name;
+    std::optional<PendingAttributes> attributes; // still to be set, before its sync
 };
 
 struct BatchLimits {
@@ -103,6 +111,10 @@ public:
     // Removes every part file not yet renamed, without syncing; renamed files are still reported once durable.
     void discard();
     bool empty() const;
+    // Whether each group's files settle on several threads (a share): then a file's attributes are best set there
+    // too (BatchedFile::attributes), since on a share setting them is a round trip of its own (cifs writes the
+    // file's cached data first).
+    bool settles_side_by_side() const { return mode_ != WritebackMode::Windows && limits_.settle_threads > 1; }
 
 private:
     struct Group {
@@ -118,6 +130,12 @@ private:
     void publish_group(Group &group, const Status &names_synced);
     void reap_names(bool wait);
     void settle_each(Group &group);
+    struct Settled {
+        Status synced;    // attributes set and data synced
+        Status published; // renamed (not yet when a read-back must come first)
+        std::string final_name;
+    };
+    std::vector<Settled> settle_files(Group &group);
     void close_unpublished();
     Status sync_now(const BatchedFile &any) const;
     void settle_renaming(Group &group);

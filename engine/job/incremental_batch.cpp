@@ -117,8 +117,18 @@ Result<bool> IncrementalBatch::add(const std::string &source, const std::string 
         s = part->set_attributes(st.st_mode, st.st_mtim);
     if (!s)
         return s; // the part file is removed as |part| goes
-    batch_->add(
-        {std::move(part.value()), source, copied.copied, policy, UniqueFd(), {}, {}, false, std::nullopt, nullptr, {}});
+    batch_->add({std::move(part.value()),
+                 source,
+                 copied.copied,
+                 policy,
+                 UniqueFd(),
+                 {},
+                 {},
+                 false,
+                 std::nullopt,
+                 nullptr,
+                 {},
+                 {}});
     ++held_;
     return true;
 }

@@ -59,8 +59,8 @@ bool JobRunner::report_found(FileTask &task, const std::string &name)
     if (spec_.move)
         remove_source(task.src_dir, task.src_name, task.source);
     report_done(task.source, task.dst_display + "/" + name, task.entry.size,
-                spec_.move ? "already on the device with the same bytes; the source was removed"
-                           : "already on the device from the interrupted copy",
+                "already " + on_device() +
+                    (spec_.move ? " with the same bytes; the source was removed" : " from the interrupted copy"),
                 digest);
     return true;
 }

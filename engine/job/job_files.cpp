@@ -100,7 +100,11 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
     std::optional<Sha256Digest> digest;
     if (s)
         s = finish_hash(hash, in.get(), copied.copied, task.source, digest);
-    if (s)
+    // On a share, setting the attributes is a round trip: there they are set beside the group's syncs.
+    std::optional<PendingAttributes> later;
+    if (batch_->settles_side_by_side())
+        later = PendingAttributes {task.entry.mode, task.entry.mtime};
+    else if (s)
         s = part->set_attributes(task.entry.mode, task.entry.mtime);
     if (!s)
         return s; // the part file is removed as |part| goes
@@ -115,7 +119,8 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
                  false,
                  digest,
                  task.src_dir,
-                 task.src_name});
+                 task.src_name,
+                 later});
     return {};
 }
 
@@ -214,7 +219,7 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
         closer_->close(part.take_fd()); // durable under its name: the close's 100 ms sleep need not be waited for
     std::string notes = task.note;
     if (start > 0)
-        notes = join_notes(notes, "resumed after " + std::to_string(start >> 20) + " MiB already on the device");
+        notes = join_notes(notes, "resumed after " + std::to_string(start >> 20) + " MiB already " + on_device());
     if (spec_.move)
         remove_source(task.src_dir, task.src_name, task.source);
     report_done(task.source, task.dst_display + "/" + final_name, copied.copied, notes, digest);

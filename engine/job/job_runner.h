@@ -220,6 +220,8 @@ private:
     void take_back(const AttemptBytes &bytes);
     void count_unmoved(uint64_t bytes);
     bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
+    // Where the copy's bytes are, in the words of a file's note: "on the share" for a network share.
+    std::string on_device() const { return counters_.share.load() ? "on the share" : "on the device"; }
 
     // The job.
     void start(JobPlan &plan);

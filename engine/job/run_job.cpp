@@ -305,7 +305,7 @@ void JobRunner::copy_symlink(const FileTask &where)
         if (spec_.move)
             remove_source(where.src_dir, where.src_name, where.source);
         return report_done(where.source, where.dst_display + "/" + *there, 0,
-                           "already on the device from the interrupted copy");
+                           "already " + on_device() + " from the interrupted copy");
     }
     // Links are not worth a question: the job's policy decides.
     const ConflictDecision d =

@@ -374,7 +374,8 @@ BatchOutcome run_batch(const TempDir &t, FlushMount &fs, int files, std::size_t 
         auto part = PartFile::create(dir, t.path(), name, 0644);
         REQUIRE(part.ok());
         REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-        batch.add({std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}});
+        batch.add(
+            {std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}, {}});
     }
     if (discard)
         batch.discard();
@@ -661,7 +662,19 @@ std::vector<std::string> run_share_batch(const TempDir &t, int files, unsigned t
         auto part = PartFile::create(dir, t.path(), name, 0644);
         REQUIRE(part.ok());
         REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}});
+        // Its time is set as the group settles, beside its sync, as a job does on a share.
+        batch.add({std::move(part.value()),
+                   name,
+                   name.size(),
+                   policy,
+                   {},
+                   {},
+                   {},
+                   false,
+                   {},
+                   {},
+                   {},
+                   PendingAttributes {0600, {1'600'000'000 + i, 0}}});
     }
     batch.flush();
     return published;
@@ -680,6 +693,10 @@ TEST_CASE("small files on a share: syncs and renames of a group run side by side
     for (int i = 0; i < 48; ++i) {
         CHECK(published[size_t(i)] == t / ("f" + std::to_string(i))); // reported in the order they came
         CHECK(read_file(t / ("f" + std::to_string(i))) == "f" + std::to_string(i));
+        struct stat st {};
+        REQUIRE(::stat((t / ("f" + std::to_string(i))).c_str(), &st) == 0);
+        CHECK(st.st_mtim.tv_sec == 1'600'000'000 + i); // set beside the sync, not lost
+        CHECK((st.st_mode & 07777) == 0600);
     }
     CHECK(part_files(t.path()).empty());
     CHECK(fs.most_syncing.load() > 1);
