@@ -68,12 +68,13 @@ void JobRunner::start(JobPlan &plan)
         report_error(std::move(s), path);
     }
     device_ = plan.device;
-    counters_.share.store(is_network_share(plan.device));
+    const bool share = is_network_share(plan.device);
+    counters_.share.store(share);
     // On a share each chunk's sync is a round trip or two (an SMB flush, an NFS COMMIT, sshfs's fsync, which
     // holds the file's lock and stops the next writes until every one before it is answered): half a second of
     // link time per chunk keeps that a small part of it. sshfs with eighth-second chunks reached 43 % of a
     // 100 Mbit/s, 20 ms link (tests/vm/shares.py). A budget set in the spec stays as it is.
-    if (is_network_share(plan.device) && spec_.limits.target_seconds == ChunkLimits {}.target_seconds)
+    if (share && spec_.limits.target_seconds == ChunkLimits {}.target_seconds)
         session_.limits.target_seconds = kShareChunkSeconds;
     // The plan is done: from here a destination that takes nothing (a share that is down from the start) is a
     // stall, though no byte has moved yet.
@@ -87,7 +88,7 @@ void JobRunner::start(JobPlan &plan)
     // A batched file holds a descriptor (two with verify) until its group is published, and two groups are
     // open at a time: keep that well inside the process's limit, other lanes and the GUI included.
     BatchLimits limits {spec_.batch_bytes, spec_.batch_files};
-    if (is_network_share(device_))
+    if (share)
         limits.settle_threads = kShareSettleThreads;
     if (struct rlimit rl {}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         limits.max_files = std::max<std::size_t>(8, std::min<std::size_t>(limits.max_files, rl.rlim_cur / 8));

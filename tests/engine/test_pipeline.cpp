@@ -291,6 +291,25 @@ TEST_CASE("a share that stops answering is said as such, never as a device remov
     CHECK(full.message().find("stopped answering") == std::string::npos);
 }
 
+namespace {
+// Files "f0", "f1", ... in |t|, each holding its own name, handed to |batch| the way copy_job does; with
+// |pending_times|, mode 0600 and a time of 1,600,000,000 + i seconds are left for the batch to set as it settles.
+void add_files(SmallFileBatch &batch, const TempDir &t, int files, ConflictPolicy policy, bool pending_times)
+{
+    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    for (int i = 0; i < files; ++i) {
+        const std::string name = "f" + std::to_string(i);
+        auto part = PartFile::create(dir, t.path(), name, 0644);
+        REQUIRE(part.ok());
+        REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
+        std::optional<PendingAttributes> later;
+        if (pending_times)
+            later = PendingAttributes {0600, {1'600'000'000 + i, 0}};
+        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, later});
+    }
+}
+} // namespace
+
 TEST_CASE("group sync: in the background on journaling filesystems, on the job's thread on FAT, exFAT and NTFS")
 {
     CHECK(choose_group_sync(0xef53) == GroupSync::Background);     // ext4
@@ -315,7 +334,6 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
     } fs;
     ScopedSyscalls seam(fs);
     const GroupSync mode = GENERATE(GroupSync::Background, GroupSync::Inline);
-    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     std::vector<std::string> published;
     SmallFileBatch::Hooks hooks;
     hooks.durable = [](const BatchedFile &) {};
@@ -323,14 +341,7 @@ TEST_CASE("group sync: in the background on journaling filesystems, on the job's
     hooks.published = [&](BatchedFile &f) { published.push_back(f.target); };
     {
         SmallFileBatch batch(WritebackMode::Windows, mode, BatchLimits {1 << 20, 16}, false, hooks);
-        for (int i = 0; i < 40; ++i) {
-            const std::string name = "f" + std::to_string(i);
-            auto part = PartFile::create(dir, t.path(), name, 0644);
-            REQUIRE(part.ok());
-            REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-            batch.add(
-                {std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}});
-        }
+        add_files(batch, t, 40, ConflictPolicy::Refuse, false);
         batch.flush();
         CHECK(batch.empty());
     }
@@ -355,7 +366,6 @@ struct BatchOutcome {
 // (none: 0); then the batch is flushed, or discarded as a cancel does.
 BatchOutcome run_batch(const TempDir &t, FlushMount &fs, int files, std::size_t closers, bool discard = false)
 {
-    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     BatchOutcome out;
     SmallFileBatch::Hooks hooks;
     hooks.durable = [](const BatchedFile &) {};
@@ -369,14 +379,7 @@ BatchOutcome run_batch(const TempDir &t, FlushMount &fs, int files, std::size_t 
         closer.emplace(closers);
     SmallFileBatch batch(WritebackMode::Windows, GroupSync::Inline, BatchLimits {1 << 20, 64}, true, hooks,
                          closer ? &*closer : nullptr);
-    for (int i = 0; i < files; ++i) {
-        const std::string name = "f" + std::to_string(i);
-        auto part = PartFile::create(dir, t.path(), name, 0644);
-        REQUIRE(part.ok());
-        REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-        batch.add(
-            {std::move(part.value()), name, name.size(), ConflictPolicy::Refuse, {}, {}, {}, false, {}, {}, {}, {}});
-    }
+    add_files(batch, t, files, ConflictPolicy::Refuse, false);
     if (discard)
         batch.discard();
     else
@@ -648,7 +651,6 @@ struct RoundTripSync : FaultSyscalls {
 // |files| small files through a ChunkSync batch (a share) with |threads| settle threads, under |policy|.
 std::vector<std::string> run_share_batch(const TempDir &t, int files, unsigned threads, ConflictPolicy policy)
 {
-    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     std::vector<std::string> published;
     SmallFileBatch::Hooks hooks;
     hooks.durable = [](const BatchedFile &) {};
@@ -657,25 +659,7 @@ std::vector<std::string> run_share_batch(const TempDir &t, int files, unsigned t
     BatchLimits limits {1 << 20, 64};
     limits.settle_threads = threads;
     SmallFileBatch batch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, hooks, nullptr);
-    for (int i = 0; i < files; ++i) {
-        const std::string name = "f" + std::to_string(i);
-        auto part = PartFile::create(dir, t.path(), name, 0644);
-        REQUIRE(part.ok());
-        REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
-        // Its time is set as the group settles, beside its sync, as a job does on a share.
-        batch.add({std::move(part.value()),
-                   name,
-                   name.size(),
-                   policy,
-                   {},
-                   {},
-                   {},
-                   false,
-                   {},
-                   {},
-                   {},
-                   PendingAttributes {0600, {1'600'000'000 + i, 0}}});
-    }
+    add_files(batch, t, files, policy, true); // their times set as each group settles, as a job does on a share
     batch.flush();
     return published;
 }

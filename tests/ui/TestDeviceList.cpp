@@ -150,6 +150,9 @@ private Q_SLOTS:
         QCOMPARE(picker.list()->itemData(0).toString(), QStringLiteral("/home/anna/remote"));
         picker.setDevices(QList<Device> {stick("/media/a", "A")} + shares);
         QCOMPARE(picker.destination(), QStringLiteral("/media/a")); // the one stick still is
+        DestinationPicker sharesFirst(nullptr, false);
+        sharesFirst.setDevices(shares + QList<Device> {stick("/media/a", "A")});
+        QCOMPARE(sharesFirst.destination(), QStringLiteral("/media/a")); // wherever it stands in the list
     }
 
     void unmountedStickFromSysfsAndUdev()

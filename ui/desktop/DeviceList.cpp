@@ -13,6 +13,15 @@
 
 namespace SaneCopy {
 
+namespace {
+// As a person reads a list: by name, in the user's locale.
+void sortByName(QList<Device> &devices)
+{
+    std::sort(devices.begin(), devices.end(),
+              [](const Device &a, const Device &b) { return QString::localeAwareCompare(a.name, b.name) < 0; });
+}
+} // namespace
+
 QString Device::describe() const
 {
     QString text = name;
@@ -45,8 +54,7 @@ QList<Device> removableDevices(const std::vector<sanecopy::MountEntry> &mounts, 
             sizes(d.mountPoint, d.size, d.free);
         devices.append(d);
     }
-    std::sort(devices.begin(), devices.end(),
-              [](const Device &a, const Device &b) { return QString::localeAwareCompare(a.name, b.name) < 0; });
+    sortByName(devices);
     return devices;
 }
 
@@ -65,8 +73,7 @@ QList<Device> networkShares(const std::vector<sanecopy::MountEntry> &mounts, con
             sizes(d.mountPoint, d.size, d.free);
         shares.append(d);
     }
-    std::sort(shares.begin(), shares.end(),
-              [](const Device &a, const Device &b) { return QString::localeAwareCompare(a.name, b.name) < 0; });
+    sortByName(shares);
     return shares;
 }
 
@@ -144,8 +151,7 @@ QList<Device> unmountedRemovableDevices(const std::vector<sanecopy::MountEntry> 
         d->size = sizeOf(sysfsRoot, entry);
         devices.append(*d);
     }
-    std::sort(devices.begin(), devices.end(),
-              [](const Device &a, const Device &b) { return QString::localeAwareCompare(a.name, b.name) < 0; });
+    sortByName(devices);
     return devices;
 }
 

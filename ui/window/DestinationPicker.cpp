@@ -142,12 +142,10 @@ int DestinationPicker::entryToKeep(const QString &current, bool currentWasDevice
                 keep = combo_->findData(d.mountPoint);
     }
     // A share that is always mounted (a NAS in fstab) is no sign of where this copy should go: only a single
-    // removable device is chosen on its own.
-    if (keep < 0 &&
-        std::count_if(
-            devices_.begin(), devices_.end(), [](const Device &d) { return !d.share; }) == 1 &&
-        !devices_.front().share)
-        keep = 0;
+    // removable device is chosen on its own. Devices are the combo's first entries, in this order.
+    if (keep < 0 && std::count_if(devices_.begin(), devices_.end(), [](const Device &d) { return !d.share; }) == 1)
+        keep = int(std::find_if(devices_.begin(), devices_.end(), [](const Device &d) { return !d.share; }) -
+                   devices_.begin());
     return keep;
 }
 
