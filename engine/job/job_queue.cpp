@@ -65,10 +65,10 @@ ProgressSnapshot Job::snapshot() const
         still = stall_.observe(s.state, {s.written_bytes, s.durable_bytes, s.files_done, control_.beats()}, now);
     }
     // What is in flight takes its time at the measured rate (a group of small files synced at once, the last
-    // syncfs): only three times that, or kStallNotice if longer, without a move is a stall.
+    // syncfs): only three times that without a move is a stall, within [kStallNotice, kStallNoticeMost].
     const double in_flight = s.written_bytes > s.durable_bytes ? double(s.written_bytes - s.durable_bytes) : 0;
     const double expected = s.device_bytes_per_sec > 0 ? in_flight / s.device_bytes_per_sec : 0;
-    if (still >= std::max(kStallNotice, 3 * expected)) {
+    if (still >= std::clamp(3 * expected, kStallNotice, kStallNoticeMost)) {
         s.stalled_seconds = still;
         s.device_bytes_per_sec = 0;
         s.eta_seconds = -1;

@@ -22,6 +22,9 @@ namespace sanecopy {
 // pace. What is in flight at once (a group of small files, the last sync) may take longer on a slow device: the
 // snapshot then waits three times what those bytes take at the measured rate (Job::snapshot).
 inline constexpr double kStallNotice = 5.0;
+// And however much is in flight, a copy still standing after this long is said to be stalled: a user waiting on a
+// dead link must hear it within seconds (three times what 20 MiB in flight take on a 100 Mbit/s share is longer).
+inline constexpr double kStallNoticeMost = 7.0;
 
 struct CopyMotion {
     uint64_t written = 0;

@@ -253,32 +253,42 @@ def timed(cmd, mnt=MNT):
     return time.monotonic() - t0, returned, s.peak
 
 
+def json_run(cmd, on_record):
+    """Runs |cmd| (a sanecp --json command line) and hands each record to |on_record| as it comes, with
+    time.monotonic() at its arrival. Returns (exit code, records, stderr)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    err = []
+    t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+    t.start()
+    records = []
+    for line in p.stdout:
+        rec = json.loads(line)
+        records.append(rec)
+        on_record(rec, time.monotonic())
+    rc = p.wait()
+    t.join()
+    return rc, records, "".join(err)
+
+
 def sanecp(args, expect_rc=0, user=None):
     """Runs sanecp --json (as |user| when given); checks at each progress record that durable_bytes is not ahead
     of what the device has taken. Returns (rc, seconds, peak in flight, worst lead, left in flight at exit, records,
     stderr)."""
     drop_caches()
     base = written()
-    worst = -1 << 62
-    records = []
+    lead = {"worst": -1 << 62}
+
+    def check(rec, _at):
+        if rec.get("type") == "progress":
+            lead["worst"] = max(lead["worst"], rec["durable_bytes"] - (written() - base))
+
     t0 = time.monotonic()
     with Sampler() as s, Requests() as r:
-        p = subprocess.Popen(as_user(user, ["sanecp", "--json", *args]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             errors="replace")
-        err = []
-        t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
-        t.start()
-        for line in p.stdout:
-            rec = json.loads(line)
-            records.append(rec)
-            if rec.get("type") == "progress":
-                worst = max(worst, rec["durable_bytes"] - (written() - base))
-        rc = p.wait()
+        rc, records, err = json_run(as_user(user, ["sanecp", "--json", *args]), check)
         seconds = time.monotonic() - t0
         left = in_flight()
-        t.join()
     diag(f"sanecp: {r}")
-    return rc, seconds, s.peak, worst, left, records, "".join(err)
+    return rc, seconds, s.peak, lead["worst"], left, records, err
 
 
 def dd_cp_sanecp(src, mnt):

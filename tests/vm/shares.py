@@ -187,28 +187,21 @@ def sanecp(name, src, on_record=None):
     |on_record|(record, time.monotonic() when it came) sees each record as it comes."""
     clear(name)
     g.drop_caches()
-    worst = -1 << 62
-    records = []
+    lead = {"worst": -1 << 62}
+
+    def check(rec, at):
+        if rec.get("type") == "progress":
+            lead["worst"] = max(lead["worst"], rec["durable_bytes"] - server_bytes(name))
+        if on_record:
+            on_record(rec, at)
+
     t0 = time.monotonic()
     with DirtySampler() as s:
-        p = subprocess.Popen(["sanecp", "--json", src, share(name) + "/"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, errors="replace")
-        err = []
-        t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
-        t.start()
-        for line in p.stdout:
-            rec = json.loads(line)
-            records.append(rec)
-            if rec.get("type") == "progress":
-                worst = max(worst, rec["durable_bytes"] - server_bytes(name))
-            if on_record:
-                on_record(rec, time.monotonic())
-        rc = p.wait()
+        rc, records, err = g.json_run(["sanecp", "--json", src, share(name) + "/"], check)
         seconds = time.monotonic() - t0
-        t.join()
     if not any(r.get("type") == "progress" for r in records):
-        worst = 1 << 62  # no record: nothing was shown to be honest
-    return rc, seconds, s.peak, worst, records, "".join(err)
+        lead["worst"] = 1 << 62  # no record: nothing was shown to be honest
+    return rc, seconds, s.peak, lead["worst"], records, err
 
 
 def scenario_big(name):
