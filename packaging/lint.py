@@ -11,8 +11,10 @@ after the build (packaging/debian13.sh), and by `packaging/debian13.sh lint` alo
 
 Any finding fails. clang-tidy and clazy take minutes over the whole tree, so a translation unit that came out
 clean is remembered (CACHE/clean/) under a key of everything that could change the verdict: the tool's version,
-its checks, the file's compile command, the file itself and every header of the project (a header's change
-re-checks everything; a system header's change comes with a new tool or package version, which is in the key)."""
+its checks, the file's compile command, the file itself and every header of the project or the build that it
+includes, as ninja's dependency log lists them after the build (a header's change re-checks the files that include
+it; a system header's change comes with a new tool or package version, which is in the key). A file that ninja
+has no list for is keyed on every header of the project instead."""
 import argparse
 import concurrent.futures
 import hashlib
@@ -46,6 +48,35 @@ def project_headers_digest(src):
         for p in sorted((src / part).rglob("*.h")):
             h.update(str(p.relative_to(src)).encode())
             h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def included_files(build):
+    """{object file: [the headers of the project and the build it includes]}, from ninja's dependency log. The
+    system's headers are left out: their changes come with new package versions, in the tools' versions."""
+    r = run(["ninja", "-C", str(build), "-t", "deps"])
+    out, current = {}, None
+    for line in r.stdout.splitlines() if r.returncode == 0 else []:
+        if line and not line[0].isspace():
+            current = out.setdefault(line.split(":", 1)[0], []) if "(VALID)" in line else None
+        elif current is not None and line.strip() and not line.strip().startswith("/usr/"):
+            current.append(line.strip())
+    return out
+
+
+def includes_digest(build, deps, fallback):
+    """A digest of the files in |deps| (paths as ninja gives them: absolute or relative to |build|), or |fallback|
+    when ninja gave none."""
+    if not deps:
+        return fallback
+    h = hashlib.sha256()
+    for d in sorted(deps):
+        path = pathlib.Path(d) if d.startswith("/") else build / d
+        h.update(d.encode())
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"missing")
     return h.hexdigest()
 
 
@@ -124,7 +155,8 @@ def main():
     if not todo:
         print(f"lint: no compile commands for the project in {build}/compile_commands.json")
         return 1
-    headers = project_headers_digest(src)
+    every_header = project_headers_digest(src)
+    deps = included_files(build)
     # Its comments can't change a verdict: only the settings are in the key.
     tidy_config = b"\n".join(l for l in (src / ".clang-tidy").read_bytes().splitlines() if not l.lstrip().startswith(b"#"))
     tidy_version = tool_version("clang-tidy")
@@ -132,6 +164,7 @@ def main():
     def key(tool, version, config):
         def of(rel, e):
             h = hashlib.sha256()
+            headers = includes_digest(build, deps.get(e.get("output", "")), every_header)
             for part in (tool, version, config, e.get("command") or shlex.join(e.get("arguments", [])), headers):
                 h.update(part.encode() if isinstance(part, str) else part)
             h.update((src / rel).read_bytes())
