@@ -3,13 +3,36 @@
 // sanecopy [--to DEST] [FILE...]: the GUI.
 #include "CommandLine.h"
 #include "MainWindow.h"
+#include "NetworkUrls.h"
 #include "SingleInstance.h"
 #include "sys.h"
 
 #include <QApplication>
+#include <QDBusConnection>
 #include <QDir>
 #include <QFile>
+#include <QMessageBox>
 #include <cstdio>
+
+namespace {
+
+// Network URLs (Dolphin's network folders) become kio-fuse's local paths. What can't is said on stderr and in a
+// dialog, before any window of this process: the user just chose the menu entry and waits for an answer. False
+// when nothing is left to do.
+bool openNetworkUrls(SaneCopy::CommandLine &cmd)
+{
+    if (!cmd.hasNetworkUrls())
+        return true;
+    SaneCopy::resolveNetworkUrls(cmd, QDBusConnection::sessionBus());
+    if (cmd.problems.isEmpty())
+        return true;
+    const QString said = cmd.problems.join(QLatin1Char('\n'));
+    std::fprintf(stderr, "sanecopy: %s\n", qPrintable(said));
+    QMessageBox::warning(nullptr, QStringLiteral("SaneCopy"), said);
+    return !cmd.files.isEmpty();
+}
+
+} // namespace
 
 int main(int argc, char **argv)
 {
@@ -18,7 +41,7 @@ int main(int argc, char **argv)
     QList<QByteArray> args;
     for (int i = 1; i < argc; ++i)
         args << QByteArray(argv[i]);
-    const SaneCopy::CommandLine cmd = SaneCopy::parseCommandLine(args, QFile::encodeName(QDir::currentPath()));
+    SaneCopy::CommandLine cmd = SaneCopy::parseCommandLine(args, QFile::encodeName(QDir::currentPath()));
     if (cmd.help) {
         std::printf("Usage: sanecopy [--move] [--to DEST] [FILE...]\n"
                     "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
@@ -29,6 +52,8 @@ int main(int argc, char **argv)
                     "  --version   print the version and exit\n"
                     "\n"
                     "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n"
+                    "FILEs and DEST may be network URLs (smb://, sftp://...): they are copied through the\n"
+                    "folder kio-fuse mounts for them.\n"
                     "A window already running takes the FILEs instead (this one then exits 0).\n"
                     "Copies a crash, a kill or a logout left unfinished are offered at the next start: resume\n"
                     "(what is on the device stays; files with the source's size and time count as copied),\n"
@@ -48,6 +73,8 @@ int main(int argc, char **argv)
     QApplication::setApplicationName(QStringLiteral("SaneCopy"));
     QApplication::setApplicationVersion(QStringLiteral(SANECOPY_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("io.github.sanecopy.SaneCopy"));
+    if (!openNetworkUrls(cmd))
+        return 1;
     // A window is running already (a second "Safe Copy To…" click): it queues these files, and this process goes.
     if (SaneCopy::SingleInstance::handOver(cmd))
         return 0;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <pthread.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -351,6 +352,23 @@ int run_copy(const JobSpec &spec, bool json)
     return summary.complete() ? 0 : 1;
 }
 
+// An argument that reads as a network URL (smb://, sftp://: what Dolphin's network folders show) and names no local
+// path is refused: taken as a path, it would become a folder called "smb:" in the working directory.
+bool names_a_network_url(const std::vector<std::string> &paths)
+{
+    for (const std::string &p : paths) {
+        struct stat st {};
+        if (looks_like_network_url(p) && ::lstat(p.c_str(), &st) != 0) {
+            std::fprintf(stderr,
+                         "sanecp: %s is a network address, not a path: mount the share (an fstab line, mount -t "
+                         "cifs, sshfs) or open it in Dolphin through kio-fuse, and give that folder's path\n",
+                         p.c_str());
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 // CLI11 reports a bad command line by exceptions, caught around parse(); any other would be a bug that should end
@@ -392,5 +410,7 @@ int main(int argc, char **argv) // NOLINT(bugprone-exception-escape)
         std::fprintf(stderr, "sanecp: give one or more sources, then the destination (see --help)\n");
         return 2;
     }
+    if (names_a_network_url(o.paths))
+        return 2;
     return run_copy(spec_from(o), o.json);
 }

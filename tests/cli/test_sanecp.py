@@ -265,6 +265,26 @@ def case_usage_errors(t):
     check(r.returncode == 2, "exclusive options together")
 
 
+def case_network_urls(t):
+    """A network URL (what Dolphin shows for a share) is refused in one line that says how to copy there safely;
+    nothing is made of it: no folder called "smb:", no destination. A local folder of that spelling is a path."""
+    with open(f"{t}/a.txt", "w") as f:
+        f.write("a")
+    for args in (["smb://nas/photos", f"{t}/dest"], [f"{t}/a.txt", "sftp://me@box/home/me/"]):
+        r = run(args, cwd=t)
+        check(r.returncode == 2, f"{args}: exit {r.returncode}: {r.stderr!r}")
+        url = next(a for a in args if "://" in a)
+        check(f"{url} is a network address" in r.stderr and "mount" in r.stderr and "kio-fuse" in r.stderr,
+              f"{args}: {r.stderr!r}")
+        check(len(r.stderr.strip().splitlines()) == 1, f"{args}: one line: {r.stderr!r}")
+        check(sorted(os.listdir(t)) == ["a.txt"], f"{args}: left {sorted(os.listdir(t))}")
+    os.makedirs(f"{t}/smb:/nas")
+    with open(f"{t}/smb:/nas/b.txt", "w") as f:
+        f.write("b")
+    r = run(["smb://nas", f"{t}/dest"], cwd=t)
+    check(r.returncode == 0 and os.path.exists(f"{t}/dest/b.txt"), f"a local smb: folder: exit {r.returncode}: {r.stderr!r}")
+
+
 def case_help(t):
     """--help reads the same with every CLI11 from Debian 12's 2.1 to 2.4 and later: the real usage line, the
     exit codes, and none of the parser's annotations."""

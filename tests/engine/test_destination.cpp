@@ -20,6 +20,15 @@ TEST_CASE("dest rules: split_path and strip_trailing_slashes")
     CHECK(strip_trailing_slashes("x//") == "x");
 }
 
+TEST_CASE("dest rules: network URLs are told from paths")
+{
+    for (const char *url : {"smb://nas/photos", "sftp://me@box/home/me", "webdav:/dav/x", "SMB://NAS/x", "a+b.c-d://x"})
+        CHECK(looks_like_network_url(url));
+    for (const char *path : {"file:///tmp/a", "FILE:///tmp/a", "/tmp/smb://x", "photos", "c:/x", "smb:", "smb:x",
+                             "1ab://x", "sm b://x", "", ":/x"})
+        CHECK_FALSE(looks_like_network_url(path));
+}
+
 TEST_CASE("dest rules: an existing folder receives the sources under their own names")
 {
     TempDir t;

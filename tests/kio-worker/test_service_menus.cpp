@@ -139,7 +139,7 @@ TEST_CASE("service menu Safe Copy To: each selected item is one argument of sane
 
     const KServiceAction action = onlyAction(SAFE_COPY_MENU);
     CHECK(action.text() == QString::fromUtf8("Safe Copy To\xE2\x80\xA6"));
-    CHECK(action.exec() == QLatin1String("sanecopy %F"));
+    CHECK(action.exec() == QLatin1String("sanecopy %U"));
     const QStringList args = expand(action, action.exec(), urls);
     REQUIRE(args.size() == 1 + urls.size());
     CHECK(args.first().endsWith(QLatin1String("/bin/sanecopy"))); // the program itself, not "/bin/sh -c ..."
@@ -165,11 +165,42 @@ TEST_CASE("service menu Safe Move To: sanecopy --move, then each selected item a
     const QList<QUrl> urls {dolphinUrlFor(tmp.path(), "folder with space")};
     const KServiceAction action = onlyAction(SAFE_MOVE_MENU);
     CHECK(action.text() == QString::fromUtf8("Safe Move To\xE2\x80\xA6"));
-    CHECK(action.exec() == QLatin1String("sanecopy --move %F"));
+    CHECK(action.exec() == QLatin1String("sanecopy --move %U"));
     const QList<QByteArray> argv = runRecorded(expand(action, action.exec(), urls), tmp);
     REQUIRE(argv.size() == 3);
     CHECK(argv[1] == "--move");
     CHECK(argv[2] == path);
+}
+
+TEST_CASE("service menus on a network folder: offered there, and sanecopy gets the URL itself, never a download")
+{
+    ScratchDir tmp;
+    installStandIns(tmp, {"sanecopy"});
+    for (const char *path : {SAFE_COPY_MENU, SAFE_MOVE_MENU}) {
+        INFO(path);
+        // Dolphin offers a menu where its X-KDE-Protocols names the folder's protocol.
+        QFile file(QString::fromUtf8(path));
+        REQUIRE(file.open(QIODevice::ReadOnly));
+        QStringList protocols;
+        for (const QByteArray &line : file.readAll().split('\n'))
+            if (line.startsWith("X-KDE-Protocols="))
+                protocols = QString::fromUtf8(line.mid(16)).split(QLatin1Char(','));
+        for (const char *wanted : {"file", "smb", "sftp", "webdav"})
+            CHECK(protocols.contains(QLatin1String(wanted)));
+
+        // As Dolphin runs the action: the menu's own service (its protocols) with the action's Exec line.
+        KService service(QString::fromUtf8(path));
+        const KServiceAction action = onlyAction(path);
+        service.setExec(action.exec());
+        const QUrl url(QStringLiteral("smb://nas/photos/2024 trip"));
+        KIO::DesktopExecParser parser(service, {url});
+        const QStringList args = parser.resultingArguments();
+        REQUIRE(!args.isEmpty());
+        // The program itself (not kioexec, which would download the folder into a temporary one first), then
+        // the URL as Dolphin shows it.
+        CHECK(args.first().endsWith(QLatin1String("/bin/sanecopy")));
+        CHECK(args.last() == url.toString());
+    }
 }
 
 TEST_CASE("service menu Open as Safe Copy Target: dolphin gets the sanecopy: URL of exactly that folder")

@@ -1,9 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "CommandLine.h"
 
+#include "paths.h"
+
+#include <sys/stat.h>
+
 namespace SaneCopy {
 
 namespace {
+
+// A network URL that names no local path (a folder called "smb:" in |cwd| would be one).
+bool isNetworkUrl(const QByteArray &arg, const QByteArray &cwd)
+{
+    if (!sanecopy::looks_like_network_url(std::string_view(arg.constData(), size_t(arg.size()))))
+        return false;
+    struct stat st {};
+    return ::lstat(pathFromArgument(arg, cwd).constData(), &st) != 0;
+}
+
+// --to's value: a path, or a network URL kept as it is.
+void setDestination(const QByteArray &value, const QByteArray &cwd, CommandLine &result)
+{
+    if (isNetworkUrl(value, cwd))
+        result.networkDestination = value;
+    else
+        result.destination = pathFromArgument(value, cwd);
+}
 
 // One option at |i| (moved past a value it takes), into |result|. False when |arg| is not an option.
 bool takeOption(const QList<QByteArray> &arguments, qsizetype &i, const QByteArray &cwd, CommandLine &result)
@@ -17,11 +39,11 @@ bool takeOption(const QList<QByteArray> &arguments, qsizetype &i, const QByteArr
         result.move = true;
     } else if (arg == "--to" || arg == "-t") {
         if (i + 1 < arguments.size())
-            result.destination = pathFromArgument(arguments[++i], cwd);
+            setDestination(arguments[++i], cwd, result);
         else
             result.error = QStringLiteral("--to needs a destination folder");
     } else if (arg.startsWith("--to=")) {
-        result.destination = pathFromArgument(arg.mid(5), cwd);
+        setDestination(arg.mid(5), cwd, result);
     } else if (arg.startsWith('-') && arg.size() > 1) {
         result.error = QStringLiteral("unknown option: %1").arg(QString::fromUtf8(arg));
     } else {
@@ -48,10 +70,13 @@ CommandLine parseCommandLine(const QList<QByteArray> &arguments, const QByteArra
                 return result;
             continue;
         }
-        if (QByteArray path = pathFromArgument(arguments[i], cwd); !path.isEmpty())
+        if (isNetworkUrl(arguments[i], cwd))
+            result.networkFiles << arguments[i];
+        else if (QByteArray path = pathFromArgument(arguments[i], cwd); !path.isEmpty())
             result.files << path;
     }
-    if (!result.destination.isEmpty() && result.files.isEmpty())
+    const bool destinationGiven = !result.destination.isEmpty() || !result.networkDestination.isEmpty();
+    if (destinationGiven && result.files.isEmpty() && result.networkFiles.isEmpty())
         result.error = QStringLiteral("--to needs files to copy");
     return result;
 }
