@@ -72,6 +72,30 @@ private Q_SLOTS:
         QVERIFY(!model.index(0).data(JobModel::StatusRole).toString().contains(QStringLiteral("not responding")));
     }
 
+    void cancelOnAStalledShareSaysWhyItTakes()
+    {
+        JobModel model;
+        model.addJob(9, QStringLiteral("big.iso → photos on nas"), QStringLiteral("/mnt/nas"),
+                     QStringLiteral("/mnt/nas"), QString(), false);
+        model.onProgress(progress(9, JobState::Running, 1000 << 20, 300 << 20, 310 << 20, 10e6, 70));
+        model.onCancelAsked(9);
+        QCOMPARE(model.index(0).data(JobModel::StatusRole).toString(), QStringLiteral("Cancelling…"));
+        // The share stops answering: a hard mount keeps the copy in the kernel, and the row says so.
+        JobProgress p = progress(9, JobState::Running, 1000 << 20, 300 << 20, 310 << 20);
+        p.stalledSeconds = 15;
+        p.share = true;
+        model.onProgress(p);
+        const QString status = model.index(0).data(JobModel::StatusRole).toString();
+        QVERIFY2(status.startsWith(QStringLiteral("Cancelling: the share has not answered for 15 s")),
+                 qPrintable(status));
+        QVERIFY2(status.contains(QStringLiteral("hard NFS mount")), qPrintable(status));
+        model.onFinished(9, false, true, 300 << 20, 0, 0);
+        QVERIFY2(model.index(0).data(JobModel::StatusRole).toString().startsWith(QStringLiteral("Cancelled.")),
+                 qPrintable(model.index(0).data(JobModel::StatusRole).toString()));
+        model.onCancelAsked(9); // too late: nothing changes
+        QVERIFY(model.index(0).data(JobModel::StatusRole).toString().startsWith(QStringLiteral("Cancelled.")));
+    }
+
     void fullCountIsNotHundredPercentBeforeTheEnd_data()
     {
         QTest::addColumn<bool>("finished");

@@ -7,6 +7,9 @@
 //   copy DEST FILE...   start a copy, as `sanecopy --to DEST FILE...` does
 //   copy-to NAME FILE...  add FILEs, choose the destination entry whose text starts with NAME, press Copy
 //   eject               press the Eject button of the newest job's row
+//   cancel              press the Cancel button of the newest job's row
+//   ping N              answered with {"event":"pong","n":N} by the window's own thread: how long it takes is
+//                       how long the window would keep a user waiting
 //   shot PATH           save the window as a PNG
 //   quit
 //
@@ -75,14 +78,23 @@ void reportJob(const JobModel *model, int row)
          {QStringLiteral("problems"), QJsonArray::fromStringList(i.data(JobModel::ProblemsRole).toStringList())}});
 }
 
-// The visible Eject button of the newest job's row, as the user sees it.
-QToolButton *ejectButton(MainWindow &window)
+// The visible button |text| of the newest job's row, as the user sees it.
+QToolButton *rowButton(MainWindow &window, const QString &text)
 {
     QToolButton *found = nullptr;
     for (QToolButton *b : window.queueView()->findChildren<QToolButton *>())
-        if (b->text() == QueueView::tr("Eject") && b->isVisible())
+        if (b->text() == text && b->isVisible())
             found = b;
     return found;
+}
+
+void press(MainWindow &window, const QString &text)
+{
+    if (QToolButton *b = rowButton(window, text))
+        b->click();
+    else
+        emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
+                   {QStringLiteral("what"), QStringLiteral("no %1 button is shown").arg(text)}});
 }
 
 void command(MainWindow &window, const QByteArray &line)
@@ -112,11 +124,11 @@ void command(MainWindow &window, const QByteArray &line)
         }
         window.copyButton()->click();
     } else if (verb == "eject") {
-        if (QToolButton *b = ejectButton(window))
-            b->click();
-        else
-            emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
-                       {QStringLiteral("what"), QStringLiteral("no Eject button is shown")}});
+        press(window, QueueView::tr("Eject"));
+    } else if (verb == "cancel") {
+        press(window, QueueView::tr("Cancel"));
+    } else if (verb == "ping" && words.size() == 2) {
+        emitEvent({{QStringLiteral("event"), QStringLiteral("pong")}, {QStringLiteral("n"), words[1].toInt()}});
     } else if (verb == "shot" && words.size() == 2) {
         const QString path = QString::fromLocal8Bit(words[1]);
         const bool ok = window.grab().save(path);

@@ -96,7 +96,9 @@ bool JobModel::anyFinished() const
 
 QString JobModel::statusOf(const Row &row) const
 {
-    return row.finished ? finishedStatus(row) : runningStatus(row.progress);
+    if (row.finished)
+        return finishedStatus(row);
+    return row.cancelAsked ? cancellingStatus(row.progress) : runningStatus(row.progress);
 }
 
 QString JobModel::finishedStatus(const Row &row) const
@@ -121,6 +123,21 @@ QString JobModel::finishedStatus(const Row &row) const
     if (!row.finalMessage.isEmpty())
         text += QLatin1Char(' ') + row.finalMessage;
     return text;
+}
+
+QString JobModel::cancellingStatus(const JobProgress &p) const
+{
+    if (p.stalledSeconds <= 0)
+        return tr("Cancelling…");
+    // The job thread waits in a write or a sync that only the kernel can end: say so rather than look frozen.
+    const QString waited = formatEta(p.stalledSeconds);
+    return p.share ? tr("Cancelling: the share has not answered for %1, and the copy stops as soon as it answers or "
+                        "the system gives up on it (a hard NFS mount waits for the server). Nothing half-written "
+                        "stands under a real name.")
+                         .arg(waited)
+                   : tr("Cancelling: the device has not answered for %1, and the copy stops as soon as it answers or "
+                        "the system gives up on it. Nothing half-written stands under a real name.")
+                         .arg(waited);
 }
 
 QString JobModel::runningStatus(const JobProgress &p) const
@@ -355,6 +372,15 @@ void JobModel::onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, 
     row.cancelled = cancelled;
     row.progress.state = int(cancelled ? JobState::Cancelled : ok ? JobState::Done : JobState::Failed);
     row.progress.etaSeconds = 0;
+    changed(r);
+}
+
+void JobModel::onCancelAsked(quint64 jobId)
+{
+    const int r = rowOf(jobId);
+    if (r < 0 || rows_[r].finished)
+        return;
+    rows_[r].cancelAsked = true;
     changed(r);
 }
 

@@ -75,6 +75,8 @@ public Q_SLOTS:
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes, qint64 filesCopied, qint64 errors);
     void setEjected(quint64 jobId, bool ejected, const QString &message);
     void onDeviceRemoved(quint64 jobId);
+    // Cancel was pressed: the row says so until the job ends, which it may not do at once (a stalled share).
+    void onCancelAsked(quint64 jobId);
 
 private:
     struct Row {
@@ -88,6 +90,7 @@ private:
         bool finished = false;
         bool ok = false;
         bool cancelled = false;
+        bool cancelAsked = false;
         bool ejected = false;
         bool deviceRemoved = false;
         QString finalMessage;
@@ -108,6 +111,7 @@ private:
     QString statusOf(const Row &row) const;
     QString finishedStatus(const Row &row) const;
     QString runningStatus(const JobProgress &p) const;
+    QString cancellingStatus(const JobProgress &p) const;
     void changed(int row);
 
     QList<Row> rows_;

@@ -175,6 +175,7 @@ void MainWindow::connectEngine()
     jobViews_ = new PlasmaJobViews(QDBusConnection::sessionBus(), this);
     connect(bridge_, &EngineBridge::progress, jobViews_, &PlasmaJobViews::onProgress);
     connect(jobViews_, &PlasmaJobViews::cancelRequested, bridge_, &EngineBridge::cancel);
+    connect(jobViews_, &PlasmaJobViews::cancelRequested, model_, &JobModel::onCancelAsked);
     connect(jobViews_, &PlasmaJobViews::suspendRequested, bridge_, &EngineBridge::pause);
     connect(jobViews_, &PlasmaJobViews::resumeRequested, bridge_, &EngineBridge::resume);
     connect(bridge_, &EngineBridge::discarded, this, [this](quint64 id, qint64 removed, const QStringList &errors) {
@@ -196,6 +197,7 @@ void MainWindow::connectWidgets()
     connect(queue_, &QueueView::pauseRequested, bridge_, &EngineBridge::pause);
     connect(queue_, &QueueView::resumeRequested, bridge_, &EngineBridge::resume);
     connect(queue_, &QueueView::cancelRequested, bridge_, &EngineBridge::cancel);
+    connect(queue_, &QueueView::cancelRequested, model_, &JobModel::onCancelAsked);
     connect(queue_, &QueueView::ejectRequested, this, &MainWindow::eject);
 }
 

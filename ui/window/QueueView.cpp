@@ -73,7 +73,10 @@ void JobRow::makeButtons()
         else
             Q_EMIT pauseRequested(jobId_);
     });
-    connect(cancel_, &QToolButton::clicked, this, [this] { Q_EMIT cancelRequested(jobId_); });
+    connect(cancel_, &QToolButton::clicked, this, [this] {
+        cancel_->setEnabled(false); // once is enough: the row says what happens next
+        Q_EMIT cancelRequested(jobId_);
+    });
     connect(eject_, &QToolButton::clicked, this, [this] { Q_EMIT ejectRequested(jobId_); });
 }
 
