@@ -16,6 +16,26 @@
 
 namespace {
 
+void printHelp()
+{
+    std::printf("Usage: sanecopy [--move] [--to DEST] [FILE...]\n"
+                "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
+                "\n"
+                "Options:\n"
+                "  --to DEST   start copying FILEs into DEST at once\n"
+                "  --move      move instead: each source goes once its copy is on the device\n"
+                "  --version   print the version and exit\n"
+                "\n"
+                "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n"
+                "FILEs and DEST may be network URLs (smb://, sftp://...): they are copied through the\n"
+                "folder kio-fuse mounts for them.\n"
+                "A window already running takes the FILEs instead (this one then exits 0).\n"
+                "Copies a crash, a kill or a logout left unfinished are offered at the next start: resume\n"
+                "(what is on the device stays; files with the source's size and time count as copied),\n"
+                "discard (their part files are removed), or later. They are kept in\n"
+                "$XDG_STATE_HOME/sanecopy/jobs.\n");
+}
+
 // Network URLs (Dolphin's network folders) become kio-fuse's local paths. What can't is said on stderr and in a
 // dialog, before any window of this process: the user just chose the menu entry and waits for an answer. False
 // when nothing is left to do.
@@ -43,22 +63,7 @@ int main(int argc, char **argv)
         args << QByteArray(argv[i]);
     SaneCopy::CommandLine cmd = SaneCopy::parseCommandLine(args, QFile::encodeName(QDir::currentPath()));
     if (cmd.help) {
-        std::printf("Usage: sanecopy [--move] [--to DEST] [FILE...]\n"
-                    "Copies files at the device's own speed; \"done\" means the data is on the device.\n"
-                    "\n"
-                    "Options:\n"
-                    "  --to DEST   start copying FILEs into DEST at once\n"
-                    "  --move      move instead: each source goes once its copy is on the device\n"
-                    "  --version   print the version and exit\n"
-                    "\n"
-                    "With FILEs and no --to, the window opens with them queued and asks where to copy them.\n"
-                    "FILEs and DEST may be network URLs (smb://, sftp://...): they are copied through the\n"
-                    "folder kio-fuse mounts for them.\n"
-                    "A window already running takes the FILEs instead (this one then exits 0).\n"
-                    "Copies a crash, a kill or a logout left unfinished are offered at the next start: resume\n"
-                    "(what is on the device stays; files with the source's size and time count as copied),\n"
-                    "discard (their part files are removed), or later. They are kept in\n"
-                    "$XDG_STATE_HOME/sanecopy/jobs.\n");
+        printHelp();
         return 0;
     }
     if (cmd.version) {
