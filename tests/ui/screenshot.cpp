@@ -9,6 +9,9 @@
 //       the files they need)
 //   sanecopy-screenshot --background OUT.png WORKDIR  (copying in the background: the tray icon and its tooltip;
 //       on an X display with a system tray, see tests/ui/test_background.py)
+// SANECOPY_SCREENSHOT_COLORS=FILE.colors gives the window a KDE color scheme (BreezeDark.colors) and
+// SANECOPY_SCREENSHOT_ICONS=NAME an icon theme (breeze-dark), as Plasma's platform theme would: a screenshot of
+// the dark scheme without a Plasma session. QT_STYLE_OVERRIDE=Breeze picks the style, QT_SCALE_FACTOR=2 gives 200 %.
 // A developer tool, not part of the app: it drives the same MainWindow through its command-line entry point.
 #include "CommandLine.h"
 #include "MainWindow.h"
@@ -29,6 +32,9 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QIcon>
+#include <QPalette>
+#include <QSettings>
 #include <QScreen>
 #include <QSystemTrayIcon>
 #include <QToolTip>
@@ -37,6 +43,40 @@
 #include <cstdio>
 
 namespace {
+
+// The palette of a KDE color scheme file: each group's BackgroundNormal and ForegroundNormal ("r,g,b") for the
+// roles Plasma's platform theme gives them.
+QPalette paletteFrom(const QString &colorsFile)
+{
+    QSettings scheme(colorsFile, QSettings::IniFormat);
+    auto color = [&](const char *group, const char *key) {
+        const QStringList rgb =
+            scheme.value(QStringLiteral("Colors:%1/%2").arg(QLatin1String(group), QLatin1String(key))).toStringList();
+        return rgb.size() >= 3 ? QColor(rgb[0].toInt(), rgb[1].toInt(), rgb[2].toInt()) : QColor();
+    };
+    // Light, mid and dark shades (grid lines, frames) derived from the button and window colours, as Qt does.
+    const QColor button = color("Button", "BackgroundNormal"), window = color("Window", "BackgroundNormal");
+    QPalette p = button.isValid() && window.isValid() ? QPalette(button, window) : QApplication::palette();
+    const struct {
+        const char *group;
+        QPalette::ColorRole background, foreground;
+    } roles[] = {{"Window", QPalette::Window, QPalette::WindowText},
+                 {"View", QPalette::Base, QPalette::Text},
+                 {"Button", QPalette::Button, QPalette::ButtonText},
+                 {"Selection", QPalette::Highlight, QPalette::HighlightedText},
+                 {"Tooltip", QPalette::ToolTipBase, QPalette::ToolTipText}};
+    for (const auto &r : roles) {
+        if (const QColor bg = color(r.group, "BackgroundNormal"); bg.isValid())
+            p.setColor(r.background, bg);
+        if (const QColor fg = color(r.group, "ForegroundNormal"); fg.isValid())
+            p.setColor(r.foreground, fg);
+    }
+    if (const QColor alt = color("View", "BackgroundAlternate"); alt.isValid())
+        p.setColor(QPalette::AlternateBase, alt);
+    if (const QColor inactive = color("Window", "ForegroundInactive"); inactive.isValid())
+        p.setColor(QPalette::PlaceholderText, inactive);
+    return p;
+}
 
 bool save(QWidget *w, const QString &path)
 {
@@ -197,6 +237,10 @@ int background(const QString &out, const QString &work)
 int main(int argc, char **argv)
 {
     QApplication app(argc, argv);
+    if (const QString colors = qEnvironmentVariable("SANECOPY_SCREENSHOT_COLORS"); !colors.isEmpty())
+        QApplication::setPalette(paletteFrom(colors));
+    if (const QString icons = qEnvironmentVariable("SANECOPY_SCREENSHOT_ICONS"); !icons.isEmpty())
+        QIcon::setThemeName(icons);
     const QStringList args = QApplication::arguments();
     if (args.size() == 4 && args.at(1) == QLatin1String("--states"))
         return states(args.at(2), args.at(3));

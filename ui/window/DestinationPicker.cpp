@@ -26,6 +26,8 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
     layout->setContentsMargins(0, 0, 0, 0);
     combo_ = new QComboBox(this);
     combo_->setAccessibleName(tr("Destination"));
+    combo_->setAccessibleDescription(tr("Where to copy: the plugged-in sticks and the mounted shares, or the folder "
+                                        "chosen with Browse"));
     combo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     combo_->setMinimumContentsLength(30);
     combo_->setPlaceholderText(tr("Choose where to copy"));
@@ -38,12 +40,12 @@ DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(pare
     browse_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     browse_->setToolTip(tr("Copy into a folder of your choice"));
     layout->addWidget(browse_);
-    auto *refresh = new QToolButton(this);
-    refresh->setIcon(QIcon::fromTheme(QStringLiteral("view-refresh")));
-    refresh->setText(tr("Refresh"));
-    refresh->setToolTip(tr("Look for devices again"));
-    layout->addWidget(refresh);
-    connect(refresh, &QToolButton::clicked, this, &DestinationPicker::refreshDevices);
+    refresh_ = new QToolButton(this);
+    refresh_->setIcon(QIcon::fromTheme(QStringLiteral("view-refresh")));
+    refresh_->setText(tr("Refresh"));
+    refresh_->setToolTip(tr("Look for devices again"));
+    layout->addWidget(refresh_);
+    connect(refresh_, &QToolButton::clicked, this, &DestinationPicker::refreshDevices);
     if (watch) {
         auto *watcher = new DeviceWatcher(this);
         connect(watcher, &DeviceWatcher::changed, this, &DestinationPicker::refreshDevices);

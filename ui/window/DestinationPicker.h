@@ -32,6 +32,7 @@ public:
     const QList<Device> &devices() const { return devices_; }
     QComboBox *list() const { return combo_; }
     QToolButton *browseButton() const { return browse_; }
+    QToolButton *refreshButton() const { return refresh_; }
 
 public Q_SLOTS:
     void refreshDevices();
@@ -47,6 +48,7 @@ private:
     int entryToKeep(const QString &current, bool currentWasDevice) const;
 
     QComboBox *combo_;
+    QToolButton *refresh_ = nullptr;
     QToolButton *browse_;
     QList<Device> devices_;
     QString custom_;

@@ -93,6 +93,7 @@ QWidget *MainWindow::buildCopyBox(QWidget *parent)
     destination_ = new DestinationPicker(what);
     toLabel->setBuddy(destination_);
     copy_ = new QPushButton(QIcon::fromTheme(QStringLiteral("edit-copy")), tr("&Copy"), what);
+    copy_->setToolTip(tr("Copy the files above to where they go, at the device's own speed (Enter)."));
     copy_->setDefault(true);
     toRow->addWidget(toLabel);
     toRow->addWidget(destination_, 1);
@@ -114,6 +115,11 @@ QWidget *MainWindow::buildCopyBox(QWidget *parent)
     hint_ = new QLabel(what);
     hint_->setWordWrap(true);
     whatLayout->addWidget(hint_);
+    // Tab goes as the eye reads, and Copy comes after the choices that change what it does.
+    QWidget::setTabOrder(destination_->refreshButton(), verify_);
+    QWidget::setTabOrder(verify_, move_);
+    QWidget::setTabOrder(move_, manifest_);
+    QWidget::setTabOrder(manifest_, copy_);
     return what;
 }
 
@@ -128,6 +134,7 @@ QWidget *MainWindow::buildCopies(QWidget *parent)
     clearFinished_ = new QToolButton(copies);
     clearFinished_->setIcon(QIcon::fromTheme(QStringLiteral("edit-clear-history")));
     clearFinished_->setText(tr("C&lear Finished"));
+    clearFinished_->setToolTip(tr("Take every finished copy off the list."));
     clearFinished_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     header->addWidget(copiesLabel);
     header->addStretch();

@@ -59,7 +59,9 @@ void JobRow::makeButtons()
 {
     pause_ = makeButton(QStringLiteral("media-playback-pause"), tr("Pause"));
     cancel_ = makeButton(QStringLiteral("process-stop"), tr("Cancel"));
+    cancel_->setToolTip(tr("Stop this copy: nothing half-written is left under a real name"));
     eject_ = makeButton(QStringLiteral("media-eject"), tr("Eject"));
+    eject_->setToolTip(tr("Unmount the device and power it off, so it can be pulled out"));
     eject_->hide();
     details_ = makeButton(QStringLiteral("documentinfo"), tr("Details…"));
     details_->setToolTip(tr("What was copied, renamed, skipped or failed, file by file"));
@@ -139,6 +141,8 @@ void JobRow::refresh()
     pause_->setVisible(active);
     pause_->setEnabled(state != JobState::Queued);
     pause_->setText(paused_ ? tr("Resume") : tr("Pause"));
+    pause_->setToolTip(paused_ ? tr("Go on with this copy where it stopped")
+                               : tr("Pause this copy: what is on the device stays, and Resume goes on from there"));
     pause_->setIcon(
         QIcon::fromTheme(paused_ ? QStringLiteral("media-playback-start") : QStringLiteral("media-playback-pause")));
     cancel_->setVisible(active);
@@ -203,6 +207,9 @@ QueueView::QueueView(JobModel *model, QWidget *parent) : QScrollArea(parent), mo
 {
     setWidgetResizable(true);
     setFrameShape(QFrame::StyledPanel);
+    // A Tab stop of its own: the arrows and Page Up/Down scroll a long list.
+    setAccessibleName(tr("Copies"));
+    setAccessibleDescription(tr("The copies, newest last; the buttons of a row act on its copy"));
     content_ = new QWidget(this);
     rows_ = new QVBoxLayout(content_);
     rows_->setContentsMargins(0, 0, 0, 0);

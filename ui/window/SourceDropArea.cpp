@@ -28,6 +28,8 @@ SourceDropArea::SourceDropArea(QWidget *parent) : QWidget(parent)
     layout->setContentsMargins(0, 0, 0, 0);
     list_ = new QListWidget(this);
     list_->setAccessibleName(tr("Files to copy"));
+    list_->setAccessibleDescription(tr("The files and folders to copy; drop more here, or add them with the buttons "
+                                       "below"));
     list_->setSelectionMode(QAbstractItemView::NoSelection);
     list_->setMinimumHeight(48);
     layout->addWidget(list_);
@@ -36,6 +38,9 @@ SourceDropArea::SourceDropArea(QWidget *parent) : QWidget(parent)
     auto *addFiles = new QPushButton(QIcon::fromTheme(QStringLiteral("document-open")), tr("Add &files…"), this);
     auto *addFolder = new QPushButton(QIcon::fromTheme(QStringLiteral("folder-open")), tr("Add f&older…"), this);
     clear_ = new QPushButton(QIcon::fromTheme(QStringLiteral("edit-clear-list")), tr("C&lear"), this);
+    addFiles->setToolTip(tr("Choose files to copy"));
+    addFolder->setToolTip(tr("Choose a folder to copy, with everything in it"));
+    clear_->setToolTip(tr("Empty the list of files to copy"));
     buttons->addWidget(addFiles);
     buttons->addWidget(addFolder);
     buttons->addStretch();

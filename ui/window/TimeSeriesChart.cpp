@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "TimeSeriesChart.h"
 
+#include <QAccessibleWidget>
+#include <QLocale>
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
@@ -8,16 +10,43 @@
 
 namespace SaneCopy {
 
+namespace {
+
+// Screen readers announce the chart as a chart (QAccessible::Chart), not as a blank panel; its description is
+// the text equivalent.
+QAccessibleInterface *chartAccessible(const QString &className, QObject *object)
+{
+    if (className == QLatin1String("SaneCopy::TimeSeriesChart") && object && object->isWidgetType())
+        return new QAccessibleWidget(static_cast<QWidget *>(object), QAccessible::Chart);
+    return nullptr;
+}
+
+} // namespace
+
 TimeSeriesChart::TimeSeriesChart(const QString &title, const QString &unit, double unitScale, QWidget *parent)
     : QWidget(parent), title_(title), unit_(unit), unitScale_(unitScale)
 {
+    static const bool installed = (QAccessible::installFactory(chartAccessible), true);
+    Q_UNUSED(installed)
     setAccessibleName(title);
+    setAccessibleDescription(textEquivalent());
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+}
+
+QString TimeSeriesChart::textEquivalent() const
+{
+    QStringList parts;
+    for (const Series &s : series_)
+        parts << (s.points.isEmpty()
+                      ? tr("%1 no value yet").arg(s.name)
+                      : tr("%1 %2 %3").arg(s.name, QLocale().toString(s.points.constLast().y(), 'f', 1), unit_));
+    return parts.isEmpty() ? title_ : tr("%1: %2").arg(title_, parts.join(QLatin1String(", ")));
 }
 
 int TimeSeriesChart::addSeries(const QString &name, const QColor &color)
 {
     series_.append({name, color, {}});
+    setAccessibleDescription(textEquivalent());
     return int(series_.size()) - 1;
 }
 
@@ -34,6 +63,9 @@ void TimeSeriesChart::addSample(int series, double time, double value)
         while (s.points.size() > 2 && s.points.at(1).x() < latest_ - window_)
             s.points.removeFirst();
     }
+    // Said again only when it reads differently, so a screen reader is not told the same numbers each tick.
+    if (const QString text = textEquivalent(); text != accessibleDescription())
+        setAccessibleDescription(text);
     update();
 }
 

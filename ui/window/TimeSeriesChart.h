@@ -45,6 +45,10 @@ public:
     // Pure: the smallest "nice" value (1, 2, 2.5 or 5 times a power of ten) at or above |value|.
     static double niceCeiling(double value);
 
+    // What the chart shows now, in words, for a screen reader (also its accessible description): each series'
+    // latest value, "Throughput: on the device 8.5 MiB/s, into the page cache 16.0 MiB/s".
+    QString textEquivalent() const;
+
     QSize sizeHint() const override { return {360, 160}; }
     QSize minimumSizeHint() const override { return {200, 110}; }
 
