@@ -114,7 +114,7 @@ private Q_SLOTS:
             QStringLiteral("Clear"),           QStringLiteral("Destination"), QStringLiteral("Browse…"),
             QStringLiteral("Refresh"),         QStringLiteral("Verify"),      QStringLiteral("Move"),
             QStringLiteral("Write checksums"), QStringLiteral("Copy"),
-            QStringLiteral("Copies"), // Clear Finished has nothing to clear: skipped
+            QStringLiteral("Copies"),        // Clear Finished has nothing to clear: skipped
             QStringLiteral("Files to copy"), // and round again
         };
         QCOMPARE(seen, expected);
@@ -168,9 +168,8 @@ private Q_SLOTS:
         // Into the copy's row, once it runs (queued, its Pause is not yet enabled): Pause, then the same button (now
         // Resume) again.
         QTRY_COMPARE(state(), JobState::Running);
-        QVERIFY2(tabTo(QStringLiteral("Pause")),
-                 qPrintable(nameOf(focused()) + QStringLiteral(": ") +
-                            w.model()->index(0).data(JobModel::StatusRole).toString()));
+        QVERIFY2(tabTo(QStringLiteral("Pause")), qPrintable(nameOf(focused()) + QStringLiteral(": ") +
+                                                            w.model()->index(0).data(JobModel::StatusRole).toString()));
         QTest::keyClick(focused(), Qt::Key_Space);
         QTRY_COMPARE(state(), JobState::Paused);
         QCOMPARE(nameOf(focused()), QStringLiteral("Resume"));
