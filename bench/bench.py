@@ -741,6 +741,8 @@ def report(args, meta, big, tree, tiny=None, many=None):
 # options and as UDisks2 mounts it for a desktop's user (vfat: "flush").
 VM_ROWS = [f"bench-{kind}-{fs}{suffix}" for kind in ("big", "small") for fs in ("vfat", "exfat", "ntfs3")
            for suffix in ("", "-desktop")]
+# And the network shares of the same guest (tests/vm/shares.py): kernel SMB, NFS 4 and sshfs over a shaped link.
+VM_ROWS += [f"bench-{kind}-{share}" for kind in ("big", "small") for share in ("cifs", "nfs4", "sshfs")]
 
 
 def vm_bench(args):
@@ -756,7 +758,8 @@ def vm_bench(args):
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     text = "\n".join([f"# SaneCopy on an emulated USB stick in the VM, {date}", "",
                       "Each filesystem as the kernel mounts it by default and as UDisks2 mounts it for a desktop's "
-                      "user (\"desktop\"); one run, so compare within it.", ""] + table + [""] +
+                      "user (\"desktop\"), and the network shares (cifs, nfs4, sshfs) over a 100 Mbit/s link with 10 ms "
+                      "each way; one run, so compare within it.", ""] + table + [""] +
                      ([f"Failed: {l}" for l in failed] or []))
     print(text)
     if args.out:

@@ -605,7 +605,8 @@ def bench_row(fs, desktop, kind):
             desktop_unmount()
         else:
             unmount()
-    return {"fs": fs + (" (desktop)" if desktop else ""), "kind": kind, "bytes": size, "tools": rows}
+    return {"fs": fs + (" (desktop)" if desktop else ""), "kind": kind, "bytes": size, "files": 1 if big else SMALL_FILES,
+            "tools": rows}
 
 
 SYNC_BIG = 32 * MiB
@@ -1203,6 +1204,7 @@ def main():
     extra += [(f"bench-{kind}-{fs}{'-desktop' if d else ''}",
                lambda fs=fs, d=d, kind=kind: bench.append(bench_row(fs, d, kind)))
               for kind in ("big", "small") for fs in ("vfat", "exfat", "ntfs3") for d in (False, True)]
+    extra += shares.bench_steps(bench.append)
     for name, step in steps + extra:
         if not want(name) or (only is None and any(name == e for e, _ in extra)):
             continue

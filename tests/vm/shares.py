@@ -455,6 +455,53 @@ def scenario_hard():
         sh(f"umount {HARD_MOUNT} || umount -f -l {HARD_MOUNT}", check=False)
 
 
+def bench_row(name, kind):
+    """bench/bench.py --vm's row for share |name|: sanecp, dd oflag=direct (big file only), cp and rsync side by
+    side, each from a cold cache and followed by a sync of the share: time to durable, the share of the link's
+    rate, the client's peak dirty + writeback, and how much of the source and of the copy each left cached."""
+    big = kind == "big"
+    src = g.big_source() if big else g.small_tree(SMALL_FILES)
+    files = [src] if big else [os.path.join(d, n) for d, _, ns in os.walk(src) for n in ns]
+    size = sum(os.path.getsize(f) for f in files)
+    mnt = share(name)
+    base = os.path.basename(src)
+    tools = {
+        "sanecp": (["sanecp", src, mnt + "/"], base),
+        "dd oflag=direct": (["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct", "status=none"], "dd.bin")
+        if big else None,
+        "cp": (["cp", src, f"{mnt}/cp.bin"], "cp.bin") if big else (["cp", "-r", src, f"{mnt}/cp"], "cp"),
+        # -rt, not -a: the shares map owners their own way, and a refused chown would make rsync exit 23.
+        "rsync": (["rsync", "-rt", src, f"{mnt}/rsync.bin"], "rsync.bin") if big
+        else (["rsync", "-rt", src + "/", f"{mnt}/rsync"], "rsync"),
+    }
+    rows = {}
+    for tool, spec in tools.items():
+        if spec is None:
+            continue
+        cmd, dest = spec
+        try:
+            secs, peak = timed(name, cmd)
+            ok = True
+        except RuntimeError as e:
+            g.diag(f"bench {name} {kind}: {tool}: {e}")
+            ok, secs, peak = False, 0.0, 0
+        # The cache first: comparing reads both sides into it.
+        rows[tool] = {"secs": secs, "rate": size / secs if secs else 0.0, "peak": peak,
+                      "src_res": g.resident([src]), "dst_res": g.resident([f"{mnt}/{dest}"])}
+        on_server = f"{server_folder(name)}/{dest}"
+        same = ok and g.run(["diff", "-r" if not big else "-q", src, on_server], check=False).returncode == 0
+        g.tap(same, f"bench {name} {kind}: {tool} copied it")
+        g.diag(f"bench {name} {kind}: {tool}: {rows[tool]}")
+    return {"fs": f"{name} (share)", "kind": kind, "bytes": size, "files": len(files),
+            "device_bps": LINK_BYTES_PER_SEC, "tools": rows}
+
+
+def bench_steps(add):
+    """bench/bench.py --vm's share rows (bench-big-cifs, bench-small-nfs4, ...), each result handed to |add|."""
+    return [(f"bench-{kind}-{n}", lambda n=n, kind=kind: add(bench_row(n, kind))) for kind in ("big", "small")
+            for n in SHARES]
+
+
 def steps():
     """(name, step) for guest.py's list, and those run only when named."""
     out = [(f"share-big-{n}", lambda n=n: scenario_big(n)) for n in SHARES]
