@@ -5,12 +5,14 @@
 #include "MainWindow.h"
 #include "NetworkUrls.h"
 #include "SingleInstance.h"
+#include "Translations.h"
 #include "sys.h"
 
 #include <QApplication>
 #include <QDBusConnection>
 #include <QDir>
 #include <QFile>
+#include <QLocale>
 #include <QMessageBox>
 #include <cstdio>
 
@@ -78,6 +80,7 @@ int main(int argc, char **argv)
     QApplication::setApplicationName(QStringLiteral("SaneCopy"));
     QApplication::setApplicationVersion(QStringLiteral(SANECOPY_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("io.github.sanecopy.SaneCopy"));
+    SaneCopy::loadTranslations(&app, QLocale::system().uiLanguages());
     if (!openNetworkUrls(cmd))
         return 1;
     // A window is running already (a second "Safe Copy To…" click): it queues these files, and this process goes.

@@ -40,7 +40,7 @@ mode=${1:-test}
 # FUSE FAT/exFAT sticks, the packaging validators, and Dolphin itself under Xvfb for the screenshot.
 packages=(
     g++ cmake ninja-build pkg-config ccache catch2 libcli11-dev libxxhash-dev libblkid-dev nettle-dev
-    qt6-base-dev qt6-svg-plugins fonts-dejavu-core extra-cmake-modules libkf6kio-dev libkf6i18n-dev libkf6dbusaddons-dev kio6 kded6 kde-cli-tools
+    qt6-base-dev qt6-svg-plugins qt6-l10n-tools gettext fonts-dejavu-core extra-cmake-modules libkf6kio-dev libkf6i18n-dev libkf6dbusaddons-dev kio6 kded6 kde-cli-tools
     python3 util-linux mount e2fsprogs rsync procps dosfstools fusefat exfatprogs exfat-fuse fuse3
     desktop-file-utils appstream dpkg-dev file flatpak-builder
     dolphin xvfb xauth x11-utils xdotool imagemagick dbus breeze-icon-theme stalonetray
@@ -292,6 +292,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 find /usr -path '*/kf6/kio/kio_sanecopy.so' | grep -q . || fail "no kf6/kio/kio_sanecopy.so installed"
 ls /usr/share/kio/servicemenus/sanecopy-*.desktop >/dev/null || fail "no service menus installed"
 sanecp --version >/dev/null || fail "sanecp does not run"
+test -f /usr/share/locale/de/LC_MESSAGES/sanecopy_qt.qm || fail "the window's German catalogue is not installed"
 for page in sanecp sanecopy; do
     LC_ALL=C man -P cat "$page" 2>/dev/null | grep -q -- "--version" || fail "man $page does not show the installed page"
 done

@@ -31,7 +31,7 @@ fp_platform_packages=(
 # gdk-pixbuf loader; eu-strip; ccache).
 fp_sdk_packages=(
     "${fp_platform_packages[@]}"
-    g++ make cmake ninja-build pkg-config qt6-base-dev libblkid-dev nettle-dev
+    g++ make cmake ninja-build pkg-config qt6-base-dev qt6-l10n-tools libblkid-dev nettle-dev
     appstream appstream-compose librsvg2-common elfutils binutils ccache desktop-file-utils
 )
 fp_user=sanecopy-tester

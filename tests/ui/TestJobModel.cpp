@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // JobModel fed as the engine feeds it, through the same slots, without an engine.
 #include "JobModel.h"
+#include "Translations.h"
 #include "job_control.h"
 
 #include <QSignalSpy>
@@ -29,7 +30,11 @@ private:
     }
 
 private Q_SLOTS:
-    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        loadTranslations(qApp, {QStringLiteral("en")}); // the English counts ("1 file"), as sanecopy loads them
+    }
 
     void progressUpdatesTheRow()
     {

@@ -4,6 +4,7 @@
 #include "DestinationPicker.h"
 #include "DeviceList.h"
 #include "JobModel.h"
+#include "Translations.h"
 #include "MainWindow.h"
 #include "PlanDialog.h"
 #include "QueueView.h"
@@ -147,7 +148,11 @@ struct SmallStick {
 class TestMainWindow : public QObject {
     Q_OBJECT
 private Q_SLOTS:
-    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        loadTranslations(qApp, {QStringLiteral("en")}); // the English counts ("1 file"), as sanecopy loads them
+    }
 
     void filesWithoutDestinationAreQueuedAndAsk()
     {

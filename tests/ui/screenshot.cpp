@@ -21,6 +21,7 @@
 #include "QuestionDialogs.h"
 #include "QueueView.h"
 #include "SourceDropArea.h"
+#include "Translations.h"
 #include "UnfinishedDialog.h"
 #include "fault_syscalls.h"
 
@@ -33,6 +34,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QIcon>
+#include <QLocale>
 #include <QPalette>
 #include <QSettings>
 #include <QScreen>
@@ -237,6 +239,7 @@ int background(const QString &out, const QString &work)
 int main(int argc, char **argv)
 {
     QApplication app(argc, argv);
+    SaneCopy::loadTranslations(&app, QLocale::system().uiLanguages()); // as sanecopy does
     if (const QString colors = qEnvironmentVariable("SANECOPY_SCREENSHOT_COLORS"); !colors.isEmpty())
         QApplication::setPalette(paletteFrom(colors));
     if (const QString icons = qEnvironmentVariable("SANECOPY_SCREENSHOT_ICONS"); !icons.isEmpty())

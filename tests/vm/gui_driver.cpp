@@ -24,6 +24,7 @@
 #include "MainWindow.h"
 #include "QueueView.h"
 #include "SourceDropArea.h"
+#include "Translations.h"
 #include "job_control.h"
 
 #include <QApplication>
@@ -32,6 +33,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLocale>
 #include <QSocketNotifier>
 #include <QToolButton>
 #include <cstdio>
@@ -150,6 +152,7 @@ void command(MainWindow &window, const QByteArray &line)
 int main(int argc, char **argv)
 {
     QApplication app(argc, argv);
+    loadTranslations(&app, QLocale::system().uiLanguages()); // as sanecopy does
     MainWindow window;
     window.resize(980, 760);
     window.show();

@@ -10,8 +10,6 @@ namespace SaneCopy {
 
 namespace {
 
-QString tr(const char *text) { return QCoreApplication::translate("SaneCopy::NetworkUrls", text); }
-
 bool kioFuseMissing(const QDBusMessage &reply)
 {
     const QString name = reply.errorName();
@@ -27,8 +25,10 @@ LocalFolderForUrl localPathForNetworkUrl(const QByteArray &url, const QDBusConne
     const QString shown = QString::fromUtf8(url);
     if (!bus.isConnected())
         return {{},
-                tr("%1 is a network folder, and SaneCopy reaches one only through kio-fuse, which needs a desktop "
-                   "session: mount the share (an fstab line, mount -t cifs, sshfs) and copy from or to that folder.")
+                QCoreApplication::translate(
+                    "SaneCopy::NetworkUrls",
+                    "%1 is a network folder, and SaneCopy reaches one only through kio-fuse, which needs a desktop "
+                    "session: mount the share (an fstab line, mount -t cifs, sshfs) and copy from or to that folder.")
                     .arg(shown)};
     QDBusMessage call =
         QDBusMessage::createMethodCall(QStringLiteral("org.kde.KIOFuse"), QStringLiteral("/org/kde/KIOFuse"),
@@ -42,12 +42,19 @@ LocalFolderForUrl localPathForNetworkUrl(const QByteArray &url, const QDBusConne
     }
     if (kioFuseMissing(reply))
         return {{},
-                tr("%1 is a network folder, and SaneCopy copies one only through kio-fuse: install kio-fuse (Debian "
-                   "and Ubuntu: apt install kio-fuse) or mount the share (an fstab line, mount -t cifs, sshfs), "
-                   "then choose it again.")
+                QCoreApplication::translate(
+                    "SaneCopy::NetworkUrls",
+                    "%1 is a network folder, and SaneCopy copies one only through kio-fuse: install kio-fuse (Debian "
+                    "and Ubuntu: apt install kio-fuse) or mount the share (an fstab line, mount -t cifs, sshfs), "
+                    "then choose it again.")
                     .arg(shown)};
-    const QString why = reply.type() == QDBusMessage::ErrorMessage ? reply.errorMessage() : tr("no answer");
-    return {{}, tr("kio-fuse could not open %1 (%2), so nothing was copied from or to it.").arg(shown, why)};
+    const QString why = reply.type() == QDBusMessage::ErrorMessage
+                            ? reply.errorMessage()
+                            : QCoreApplication::translate("SaneCopy::NetworkUrls", "no answer");
+    return {{},
+            QCoreApplication::translate("SaneCopy::NetworkUrls",
+                                        "kio-fuse could not open %1 (%2), so nothing was copied from or to it.")
+                .arg(shown, why)};
 }
 
 void resolveNetworkUrls(CommandLine &cmd, const QDBusConnection &bus, int timeoutMs)

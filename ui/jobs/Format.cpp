@@ -26,7 +26,7 @@ QString formatEta(double seconds)
     if (seconds < 0 || !std::isfinite(seconds))
         return QStringLiteral("—");
     if (seconds < 1)
-        return QStringLiteral("a moment");
+        return QObject::tr("a moment");
     const long s = std::lround(seconds);
     if (s < 60)
         return QStringLiteral("%1 s").arg(s);

@@ -113,11 +113,9 @@ QString JobModel::finishedStatus(const Row &row) const
         return tr("The device was removed before the copy finished. On it in complete files, which are kept: %1 "
                   "of %2. Plug it back in and copy again to finish the rest.")
             .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
-    QString text = row.ok
-                       ? tr("Done: %1.").arg(summaryOf(row))
-                       : tr("Finished with problems: %1 (see Details).")
-                             .arg(row.problems.size() == 1 ? tr("1 file was not copied")
-                                                           : tr("%1 files were not copied").arg(row.problems.size()));
+    QString text = row.ok ? tr("Done: %1.").arg(summaryOf(row))
+                          : tr("Finished with problems: %1 (see Details).")
+                                .arg(tr("%n file(s) were not copied", nullptr, int(row.problems.size())));
     if (row.removable && p.durableBytes > 0)
         text += QLatin1Char(' ') + tr("Safe to unplug.");
     if (!row.finalMessage.isEmpty())
@@ -258,9 +256,8 @@ QString JobModel::summaryOf(const Row &row) const
     const JobProgress &p = row.progress;
     // What moved through the device, against the time it took: a resumed prefix did not.
     const double moved = double(p.durableBytes - p.unwrittenBytes);
-    QString text =
-        tr("%1 in %2 on the device")
-            .arg(formatBytes(double(p.durableBytes)), row.copied == 1 ? tr("1 file") : tr("%1 files").arg(row.copied));
+    QString text = tr("%1 in %2 on the device")
+                       .arg(formatBytes(double(p.durableBytes)), tr("%n file(s)", nullptr, int(row.copied)));
     if (p.elapsedSeconds >= 1)
         text += tr(" in %1 (%2)").arg(formatEta(p.elapsedSeconds), formatRate(moved / p.elapsedSeconds));
     if (row.renamed > 0)
@@ -315,8 +312,7 @@ QStringList JobModel::resultsOf(const Row &row)
 {
     if (row.unlisted == 0)
         return row.results;
-    const QString more = row.unlisted == 1 ? tr("… and 1 more file copied, not listed here")
-                                           : tr("… and %1 more files copied, not listed here").arg(row.unlisted);
+    const QString more = tr("… and %n more file(s) copied, not listed here", nullptr, int(row.unlisted));
     return row.results + QStringList {more};
 }
 

@@ -47,9 +47,7 @@ void MainWindow::updateHint()
     if (n == 0)
         hint_->setText(tr("Drop files or folders above, or add them with the buttons."));
     else
-        hint_->setText((n == 1 ? tr("Choose where to copy 1 item, then press Copy.")
-                               : tr("Choose where to copy %1 items, then press Copy.").arg(n)) +
-                       QLatin1Char(' ') +
+        hint_->setText(tr("Choose where to copy %n item(s), then press Copy.", nullptr, n) + QLatin1Char(' ') +
                        tr("The copy runs at the device's own speed; when it says done, the data is on the device."));
 }
 
@@ -152,7 +150,7 @@ void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
     const quint64 jobId = bridge_->submit(options);
     journalKeys_.insert(jobId, key);
     const QString what = options.sources.size() == 1 ? QFileInfo(displayPath(options.sources.first())).fileName()
-                                                     : tr("%1 items").arg(options.sources.size());
+                                                     : tr("%n item(s)", nullptr, int(options.sources.size()));
     const QString dest = displayPath(options.destination);
     const QString where = QFileInfo(dest).fileName().isEmpty() ? dest : QFileInfo(dest).fileName();
     model_->addJob(jobId, options.resume ? tr("%1 → %2 (resumed)").arg(what, where) : tr("%1 → %2").arg(what, where),

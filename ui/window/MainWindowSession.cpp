@@ -95,10 +95,8 @@ QString MainWindow::backgroundStatus() const
     if (running == 0)
         return tr("SaneCopy: done");
     const int percent = int(100 * durable / total);
-    // Two formats, each given exactly its own arguments: one .arg() too many would put the count where the
-    // percentage goes ("1 copy, 1 %" whatever the progress).
-    return running == 1 ? tr("SaneCopy: 1 copy, %1 % on the device").arg(percent)
-                        : tr("SaneCopy: %1 copies, %2 % on the device").arg(running).arg(percent);
+    // The count is %n, the translation's plural form; %1 the percentage, its only .arg().
+    return tr("SaneCopy: %n copy(ies), %1 % on the device", nullptr, running).arg(percent);
 }
 
 void MainWindow::offerUnfinished()
@@ -132,9 +130,7 @@ void MainWindow::settleUnfinished(const QList<JournalEntry> &entries, const QLis
             for (const JournalEntry &e : entries)
                 journal_->release(e.key);
         };
-        messages_->ask({entries.size() == 1
-                            ? tr("A copy was left unfinished by an earlier session.")
-                            : tr("%1 copies were left unfinished by an earlier session.").arg(entries.size()),
+        messages_->ask({tr("%n copy(ies) left unfinished by an earlier session.", nullptr, int(entries.size())),
                         tr("Resume keeps what is on the device and copies the rest."),
                         {{tr("&Review…"), [this, entries, present] { openUnfinished(entries, present); }},
                          {tr("Decide &Later"), later}},

@@ -152,7 +152,7 @@ void PlanDialog::showChoice()
     const int lines = int(qBound(qsizetype(1), problems.size(), qsizetype(8)));
     problemList_->setFixedHeight(problemList_->fontMetrics().lineSpacing() * lines + 2 * problemList_->frameWidth() +
                                  12);
-    const QString files = going == 1 ? tr("1 file") : tr("%1 files").arg(going);
+    const QString files = tr("%n file(s)", nullptr, int(going));
     go_->setText(
         noRoom ? tr("Copy What Fits (%1 of the files, %2)").arg(room.fitFiles).arg(formatBytes(double(room.fitBytes)))
         : !problems.isEmpty() ? tr("Copy the Rest (%1)").arg(files)
@@ -172,9 +172,7 @@ QString PlanDialog::headline(const QStringList &problems, qint64 going) const
                                                : tr("Nothing of this can be copied to %1.").arg(destination_);
     if (skipping && going == 0)
         return tr("All of this is already on %1: nothing is left to copy.").arg(destination_);
-    return plan_.taken.size() == 1
-               ? tr("One file of this copy is already on %1.").arg(destination_)
-               : tr("%1 files of this copy are already on %2.").arg(plan_.taken.size()).arg(destination_);
+    return tr("%n file(s) of this copy already on %1.", nullptr, int(plan_.taken.size())).arg(destination_);
 }
 
 int PlanDialog::choicePolicy() const { return takenChoice_ ? takenChoice_->currentData().toInt() : kAsk; }

@@ -16,13 +16,10 @@ UnfinishedDialog::UnfinishedDialog(const QList<JournalEntry> &entries, const QLi
 {
     setWindowTitle(tr("Unfinished copies"));
     auto *layout = new QVBoxLayout(this);
-    auto *text =
-        new QLabel(entries.size() == 1 ? tr("A copy did not finish the last time SaneCopy ran (it was closed, or the "
-                                            "computer stopped).")
-                                       : tr("%1 copies did not finish the last time SaneCopy ran (it was closed, or "
-                                            "the computer stopped).")
-                                             .arg(entries.size()),
-                   this);
+    auto *text = new QLabel(
+        tr("%n copy(ies) did not finish the last time SaneCopy ran (it was closed, or the computer stopped).", nullptr,
+           int(entries.size())),
+        this);
     text->setWordWrap(true);
     layout->addWidget(text);
     list_ = new QListWidget(this);
@@ -84,7 +81,7 @@ QList<JournalEntry> UnfinishedDialog::checkedEntries() const
 QString UnfinishedDialog::describe(const JournalEntry &entry)
 {
     const QString what = entry.sources.size() == 1 ? QFileInfo(displayPath(entry.sources.first())).fileName()
-                                                   : tr("%1 items").arg(entry.sources.size());
+                                                   : tr("%n item(s)", nullptr, int(entry.sources.size()));
     const QString verb = entry.move ? tr("Move %1 to %2") : tr("Copy %1 to %2");
     return verb.arg(what, displayPath(entry.destination)) +
            (entry.queued.isValid()
