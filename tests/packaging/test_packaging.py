@@ -141,6 +141,14 @@ def case_installed_files(args):
         with open(metainfo, encoding="utf-8") as f:
             meta = f.read()
         c.check(f"<id>{APP_ID}</id>" in meta, "metainfo id is the app id")
+        # German beside the English, as KDE keeps translations in these files.
+        c.check(keys.get("GenericName[de]") == "Dateikopierer" and "Comment[de]" in keys,
+                "desktop file has its German name and comment")
+        c.check('<summary xml:lang="de">' in meta and '<li xml:lang="de">' in meta, "metainfo has its German text")
+        if args.gui:
+            for lang in ("de", "en"):
+                qm = staged(f"{args.datadir}/locale/{lang}/LC_MESSAGES/sanecopy_qt.qm")
+                c.check(os.path.isfile(qm), "installed " + os.path.relpath(qm, destdir))
         c.check(f'<launchable type="desktop-id">{APP_ID}.desktop</launchable>' in meta,
                 "metainfo launchable names the installed desktop file")
     c.exit()
@@ -257,6 +265,8 @@ def case_deb_package(args):
             if args.gui:
                 has(r"/share/man/man1/sanecopy\.1\.gz$", "sanecopy's man page")
         has(rf"/share/applications/{re.escape(APP_ID)}\.desktop$", "the desktop file")
+        if args.gui:
+            has(r"/share/locale/de/LC_MESSAGES/sanecopy_qt\.qm$", "the window's German catalogue")
         has(rf"/share/metainfo/{re.escape(APP_ID)}\.metainfo\.xml$", "the metainfo")
         has(rf"/share/icons/hicolor/scalable/apps/{re.escape(APP_ID)}\.svg$", "the app icon")
         has(rf"/share/icons/hicolor/symbolic/apps/{re.escape(APP_ID)}-symbolic\.svg$", "the symbolic icon")
