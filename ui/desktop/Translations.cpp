@@ -30,7 +30,8 @@ QStringList candidates(const QStringList &languages)
 
 QString catalogueFor(const QString &lang)
 {
-    for (const QString &dir : translationDirs()) {
+    const QStringList dirs = translationDirs();
+    for (const QString &dir : dirs) {
         const QString path = dir + QLatin1Char('/') + lang + QLatin1String("/LC_MESSAGES/sanecopy_qt.qm");
         if (QFile::exists(path))
             return path;
@@ -52,8 +53,9 @@ QStringList translationDirs()
 QString loadTranslations(QCoreApplication *app, const QStringList &languages)
 {
     // One of each, owned by the application and replaced on a second call (the tests switch languages).
-    for (QTranslator *old :
-         app->findChildren<QTranslator *>(QStringLiteral("sanecopy-translator"), Qt::FindDirectChildrenOnly)) {
+    const QList<QTranslator *> installed =
+        app->findChildren<QTranslator *>(QStringLiteral("sanecopy-translator"), Qt::FindDirectChildrenOnly);
+    for (QTranslator *old : installed) {
         QCoreApplication::removeTranslator(old);
         delete old;
     }
@@ -67,7 +69,8 @@ QString loadTranslations(QCoreApplication *app, const QStringList &languages)
         return true;
     };
     QString loaded;
-    for (const QString &lang : candidates(languages)) {
+    const QStringList wanted = candidates(languages);
+    for (const QString &lang : wanted) {
         if (const QString file = catalogueFor(lang); !file.isEmpty() && install(file, {}, {})) {
             loaded = lang;
             break;
