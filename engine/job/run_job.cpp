@@ -229,6 +229,7 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
     FileTask task {entry,    source, {},
                    src_name, {},     join(walk.dst.display(), dst_parent_rel),
                    dst_name, false,  ConflictPolicy::Refuse,
+                   {},       {},     {},
                    {}};
     Status error;
     task.dst_dir = walk.dst.get(dst_parent_rel, error);

@@ -164,7 +164,6 @@ TEST_CASE("job queue: cancel removes the partial file and reports cancelled")
     write_pattern_file(t / "src", 24 * MiB);
     ::mkdir((t / "out").c_str(), 0755);
     SlowSeam slow(128 * 1024, 5ms); // about 25 MB/s
-    FaultSyscalls &fs = slow.fs;
     auto rec = std::make_shared<Recorder>();
     JobQueue queue(0.05);
     auto job = queue.submit(spec_of({t / "src"}, t / "out"), rec);
