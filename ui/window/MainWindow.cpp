@@ -106,7 +106,7 @@ QWidget *MainWindow::buildCopyBox(QWidget *parent)
     move_ = new QCheckBox(tr("&Move"), what);
     move_->setToolTip(tr("Remove each source once its copy is safely on the device (and verified, when Verify is "
                          "on). Whatever could not be copied stays where it is."));
-    manifest_ = new QCheckBox(tr("Write c&hecksums"), what);
+    manifest_ = new QCheckBox(tr("Write chec&ksums"), what);
     manifest_->setToolTip(tr("Write SHA256SUMS on the device, which sha256sum -c checks later."));
     for (QCheckBox *box : {verify_, move_, manifest_})
         choices->addWidget(box);
@@ -133,7 +133,7 @@ QWidget *MainWindow::buildCopies(QWidget *parent)
     auto *copiesLabel = new QLabel(tr("<b>Copies</b>"), copies);
     clearFinished_ = new QToolButton(copies);
     clearFinished_->setIcon(QIcon::fromTheme(QStringLiteral("edit-clear-history")));
-    clearFinished_->setText(tr("C&lear Finished"));
+    clearFinished_->setText(tr("Clear Fi&nished"));
     clearFinished_->setToolTip(tr("Take every finished copy off the list."));
     clearFinished_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     header->addWidget(copiesLabel);

@@ -133,7 +133,7 @@ void MainWindow::offerDolphinPlace()
                         tr("It lists your plugged-in USB sticks and memory cards. Files you drop onto one there are "
                            "copied at the stick's own speed, and Dolphin's copy ends only when they are safely on "
                            "it. You can change this later in Settings."),
-                        {{tr("&Add to Places"), [this] { place_->setPresent(true); }}, {tr("&Not Now"), {}}},
+                        {{tr("&Add to Places"), [this] { place_->setPresent(true); }}, {tr("Not No&w"), {}}},
                         {}});
     });
     connect(place_, &DolphinPlace::failed, once, &QObject::deleteLater);

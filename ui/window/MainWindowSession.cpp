@@ -133,7 +133,7 @@ void MainWindow::settleUnfinished(const QList<JournalEntry> &entries, const QLis
         messages_->ask({tr("%n copy(ies) left unfinished by an earlier session.", nullptr, int(entries.size())),
                         tr("Resume keeps what is on the device and copies the rest."),
                         {{tr("&Review…"), [this, entries, present] { openUnfinished(entries, present); }},
-                         {tr("Decide &Later"), later}},
+                         {tr("&Decide Later"), later}},
                         later});
         Q_EMIT unfinishedOffered(int(entries.size()));
         return;

@@ -35,7 +35,7 @@ SourceDropArea::SourceDropArea(QWidget *parent) : QWidget(parent)
     layout->addWidget(list_);
 
     auto *buttons = new QHBoxLayout;
-    auto *addFiles = new QPushButton(QIcon::fromTheme(QStringLiteral("document-open")), tr("Add &files…"), this);
+    auto *addFiles = new QPushButton(QIcon::fromTheme(QStringLiteral("document-open")), tr("Add f&iles…"), this);
     auto *addFolder = new QPushButton(QIcon::fromTheme(QStringLiteral("folder-open")), tr("Add f&older…"), this);
     clear_ = new QPushButton(QIcon::fromTheme(QStringLiteral("edit-clear-list")), tr("C&lear"), this);
     addFiles->setToolTip(tr("Choose files to copy"));
