@@ -51,16 +51,19 @@ def project_headers_digest(src):
     return h.hexdigest()
 
 
-def included_files(build):
+def included_files(src, build):
     """{object file: [the headers of the project and the build it includes]}, from ninja's dependency log. The
     system's headers are left out: their changes come with new package versions, in the tools' versions."""
+    ours = (str(src) + "/", str(build) + "/")
     r = run(["ninja", "-C", str(build), "-t", "deps"])
     out, current = {}, None
     for line in r.stdout.splitlines() if r.returncode == 0 else []:
         if line and not line[0].isspace():
             current = out.setdefault(line.split(":", 1)[0], []) if "(VALID)" in line else None
-        elif current is not None and line.strip() and not line.strip().startswith("/usr/"):
-            current.append(line.strip())
+        elif current is not None and line.strip():
+            dep = line.strip()
+            if not dep.startswith("/") or dep.startswith(ours):  # relative paths are the build folder's
+                current.append(dep)
     return out
 
 
@@ -156,7 +159,7 @@ def main():
         print(f"lint: no compile commands for the project in {build}/compile_commands.json")
         return 1
     every_header = project_headers_digest(src)
-    deps = included_files(build)
+    deps = included_files(src, build)
     # Its comments can't change a verdict: only the settings are in the key.
     tidy_config = b"\n".join(l for l in (src / ".clang-tidy").read_bytes().splitlines() if not l.lstrip().startswith(b"#"))
     tidy_version = tool_version("clang-tidy")

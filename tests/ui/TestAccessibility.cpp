@@ -11,6 +11,8 @@
 #include "TimeSeriesChart.h"
 
 #include <QAccessible>
+#include <QLocale>
+#include <QScopeGuard>
 #include <QAbstractButton>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -75,6 +77,8 @@ private Q_SLOTS:
 
     void theChartsSayWhatTheyDraw()
     {
+        QLocale::setDefault(QLocale::c()); // the numbers as written below, whatever the machine's LANG
+        auto restore = qScopeGuard([] { QLocale::setDefault(QLocale::system()); });
         TimeSeriesChart chart(QStringLiteral("Throughput"), QStringLiteral("MiB/s"), 1024.0 * 1024.0);
         const int device = chart.addSeries(QStringLiteral("on the device"), Qt::green);
         const int cache = chart.addSeries(QStringLiteral("into the page cache"), Qt::red);

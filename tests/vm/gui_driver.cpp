@@ -126,9 +126,9 @@ void command(MainWindow &window, const QByteArray &line)
         }
         window.copyButton()->click();
     } else if (verb == "eject") {
-        press(window, QueueView::tr("Eject"));
+        press(window, QCoreApplication::translate("SaneCopy::JobRow", "Eject"));
     } else if (verb == "cancel") {
-        press(window, QueueView::tr("Cancel"));
+        press(window, QCoreApplication::translate("SaneCopy::JobRow", "Cancel"));
     } else if (verb == "ping" && words.size() == 2) {
         emitEvent({{QStringLiteral("event"), QStringLiteral("pong")}, {QStringLiteral("n"), words[1].toInt()}});
     } else if (verb == "shot" && words.size() == 2) {

@@ -406,7 +406,7 @@ def scenario_hard():
     sh(f"timeout 30 mount -t nfs4 -o hard {SERVER_IP}:/ {HARD_MOUNT}")
     clear("nfs4")
     g.drop_caches()
-    w = g.Window()
+    w = None
     slowest, n = 0.0, 0
 
     def watch(seconds, done=lambda: False):
@@ -419,6 +419,7 @@ def scenario_hard():
             time.sleep(0.25)
 
     try:
+        w = g.Window()
         g.tap(g.wait_for(lambda: w.devices is not None, 60), "nfs4/hard: the window starts")
         w.send(f"copy {HARD_MOUNT}/ {src}")
         g.wait_for(lambda: w.job().get("durable", 0) >= 0.15 or w.job().get("finished"), 120)
@@ -428,8 +429,8 @@ def scenario_hard():
         said = time.monotonic() - cut
         status = w.job().get("status", "")
         g.diag(f"nfs4/hard: the row {said:.1f} s after the cut: {status}")
-        g.tap("The share is not responding" in status, f"nfs4/hard: the row says the share is not responding "
-              f"within {STALL_NOTICE} s", f"after {said:.1f} s")
+        g.tap("The share is not responding" in status and said <= STALL_NOTICE,
+              f"nfs4/hard: the row says the share is not responding within {STALL_NOTICE} s", f"after {said:.1f} s")
         w.send("cancel")
         watch(8)
         status = w.job().get("status", "")
@@ -450,9 +451,13 @@ def scenario_hard():
         left = os.listdir(server_folder("nfs4"))
         g.tap(not left, "nfs4/hard: nothing half-written is left on the server", f"{left}")
     finally:
-        link(LINK)
-        w.close()
-        sh(f"umount {HARD_MOUNT} || umount -f -l {HARD_MOUNT}", check=False)
+        # Each step on its own: a failing one must not leave the window or the hard mount behind.
+        for step in (lambda: link(LINK), lambda: w and w.close(),
+                     lambda: sh(f"umount {HARD_MOUNT} || umount -f -l {HARD_MOUNT}", check=False)):
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 - cleanup goes on, and says why a step failed
+                g.diag(f"nfs4/hard: cleanup: {type(e).__name__}: {e}")
 
 
 def bench_row(name, kind):
@@ -484,6 +489,8 @@ def bench_row(name, kind):
             ok = True
         except RuntimeError as e:
             g.diag(f"bench {name} {kind}: {tool}: {e}")
+            if tool == "dd oflag=direct":  # a FUSE share may refuse O_DIRECT: a row left out, not a failure
+                continue
             ok, secs, peak = False, 0.0, 0
         # The cache first: comparing reads both sides into it.
         rows[tool] = {"secs": secs, "rate": size / secs if secs else 0.0, "peak": peak,

@@ -47,12 +47,16 @@ QStringList translationDirs()
     if (const QString own = qEnvironmentVariable("SANECOPY_LOCALE_DIR"); !own.isEmpty())
         dirs << own;
     dirs << QStringLiteral(SANECOPY_LOCALE_DIR);
+    // Installed with another prefix than the build was configured with (cmake --install --prefix P): beside bin/.
+    const QString beside = QDir::cleanPath(QCoreApplication::applicationDirPath() + QLatin1String("/../share/locale"));
+    if (!dirs.contains(beside))
+        dirs << beside;
     return dirs;
 }
 
 QString loadTranslations(QCoreApplication *app, const QStringList &languages)
 {
-    // One of each, owned by the application and replaced on a second call (the tests switch languages).
+    // Owned by the application and replaced on a second call (the tests switch languages).
     const QList<QTranslator *> installed =
         app->findChildren<QTranslator *>(QStringLiteral("sanecopy-translator"), Qt::FindDirectChildrenOnly);
     for (QTranslator *old : installed) {
@@ -68,23 +72,23 @@ QString loadTranslations(QCoreApplication *app, const QStringList &languages)
         }
         return true;
     };
-    QString loaded;
+    // English first: Qt asks the translator installed last first, so English is what a catalogue that lacks a
+    // string (or a count's forms) falls back to, rather than the source's "file(s)". It is the one compiled in.
+    static const bool registered = (registerEnglish(), true);
+    Q_UNUSED(registered)
+    install(QStringLiteral(":/i18n/sanecopy_qt_en.qm"), {}, {});
     const QStringList wanted = candidates(languages);
     for (const QString &lang : wanted) {
         if (const QString file = catalogueFor(lang); !file.isEmpty() && install(file, {}, {})) {
-            loaded = lang;
-            break;
+            install({}, QStringLiteral("qtbase_") + lang, QLibraryInfo::path(QLibraryInfo::TranslationsPath));
+            return lang;
         }
+        // English is the source's language: a user who prefers it gets it, even if a later language has a
+        // catalogue (and if en/'s was purged from the disk).
+        if (lang == QLatin1String("en") || lang.startsWith(QLatin1String("en_")))
+            return QStringLiteral("en");
     }
-    if (loaded.isEmpty()) {
-        static const bool registered = (registerEnglish(), true);
-        Q_UNUSED(registered)
-        if (install(QStringLiteral(":/i18n/sanecopy_qt_en.qm"), {}, {}))
-            loaded = QStringLiteral("en");
-    }
-    if (!loaded.isEmpty() && loaded != QLatin1String("en"))
-        install({}, QStringLiteral("qtbase_") + loaded, QLibraryInfo::path(QLibraryInfo::TranslationsPath));
-    return loaded;
+    return QStringLiteral("en");
 }
 
 } // namespace SaneCopy

@@ -2,8 +2,8 @@
 //
 // The window in the user's language: the catalogue sanecopy_qt.qm (made from ui/po/LANG.po) of the first of the
 // user's languages that has one, and Qt's own qtbase_LANG.qm for the file dialogs' and message boxes' buttons.
-// When none of the languages has a catalogue, the English one, compiled in: it holds the English plural forms
-// ("1 file", "2 files") of the strings counted with %n.
+// Beneath it always the English one, compiled in: it holds the English plural forms ("1 file", "2 files") of the
+// strings counted with %n, for English and for what a catalogue lacks.
 #pragma once
 
 #include <QString>
@@ -13,8 +13,8 @@ class QCoreApplication;
 
 namespace SaneCopy {
 
-// Where catalogues are looked for, in order: $SANECOPY_LOCALE_DIR (an uninstalled build: BUILD/locale), then the
-// installed share/locale.
+// Where catalogues are looked for, in order: $SANECOPY_LOCALE_DIR (an uninstalled build: BUILD/locale), the
+// share/locale the build was configured for, then share/locale beside the program's bin/.
 QStringList translationDirs();
 
 // Installs the catalogues for |languages| ("de-DE", "de": QLocale::uiLanguages(), which follows LANGUAGE and
