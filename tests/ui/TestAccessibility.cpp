@@ -9,6 +9,7 @@
 #include "QueueView.h"
 #include "SourceDropArea.h"
 #include "TimeSeriesChart.h"
+#include "WindowFixtures.h"
 
 #include <QAccessible>
 #include <QLocale>
@@ -33,11 +34,7 @@ private Q_SLOTS:
         w.show();
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         w.sourceArea()->addSources({QFile::encodeName(dir.path())});
-        Device stick;
-        stick.mountPoint = dir.path();
-        stick.name = QStringLiteral("STICK");
-        stick.blockDevice = QStringLiteral("sdb1");
-        stick.removable = true;
+        Device stick = Test::stickAt(dir.path());
         w.destinationPicker()->setDevices({stick});
         // A copy running and one finished on a stick, so each kind of row button is there.
         w.queueView()->setEjectAvailable(true);

@@ -2,6 +2,7 @@
 // JobModel fed as the engine feeds it, through the same slots, without an engine.
 #include "JobModel.h"
 #include "Translations.h"
+#include "WindowFixtures.h"
 #include "job_control.h"
 
 #include <QSignalSpy>
@@ -17,16 +18,7 @@ private:
     static JobProgress progress(quint64 id, JobState state, qint64 total, qint64 durable, qint64 written,
                                 double rate = 0, double eta = -1)
     {
-        JobProgress p;
-        p.jobId = id;
-        p.state = int(state);
-        p.totalBytes = total;
-        p.durableBytes = durable;
-        p.writtenBytes = written;
-        p.deviceRate = rate;
-        p.etaSeconds = eta;
-        p.filesTotal = 1;
-        return p;
+        return Test::progressOf(id, state, total, durable, written, rate, eta);
     }
 
 private Q_SLOTS:

@@ -13,6 +13,7 @@
 #include "QueueView.h"
 #include "SourceDropArea.h"
 #include "Translations.h"
+#include "WindowFixtures.h"
 
 #include <QAbstractButton>
 #include <QDir>
@@ -50,6 +51,38 @@ bool hasText(const QWidget *w)
     return false;
 }
 
+// Whether |w|'s text is cut off: a label or button narrower than its text, a wrapped label shorter than its lines.
+bool clipped(const QWidget *w)
+{
+    if (auto *b = qobject_cast<const QAbstractButton *>(w))
+        return b->sizeHint().width() > b->width() + 1;
+    auto *l = qobject_cast<const QLabel *>(w);
+    // A label that elides on purpose (a finished copy's one line, its whole text in the tooltip) gives up its
+    // width: its size policy says so.
+    if (!l || l->sizePolicy().horizontalPolicy() == QSizePolicy::Ignored)
+        return false;
+    if (l->wordWrap())
+        return l->heightForWidth(l->width()) > l->height() + 1;
+    return l->minimumSizeHint().width() > l->width() + 1 || l->contentsRect().height() + 1 < l->fontMetrics().height();
+}
+
+// The pairs of |texts| that lie over each other where both show (a row scrolled out of the list's view shows
+// nowhere, and covers nothing).
+QStringList overlapsIn(QWidget *top, const QList<QWidget *> &texts)
+{
+    auto shown = [top](const QWidget *w) {
+        return w->visibleRegion().boundingRect().translated(w->mapTo(top, QPoint()));
+    };
+    QStringList out;
+    for (int i = 0; i < texts.size(); ++i)
+        for (int j = i + 1; j < texts.size(); ++j) {
+            const bool nested = texts[i]->isAncestorOf(texts[j]) || texts[j]->isAncestorOf(texts[i]);
+            if (!nested && shown(texts[i]).intersects(shown(texts[j])))
+                out << QStringLiteral("overlap: ") + describe(texts[i]) + QStringLiteral(" / ") + describe(texts[j]);
+        }
+    return out;
+}
+
 // What of |top| shows text cut off, or over other text; |checked| counts the texts looked at.
 QStringList problemsIn(QWidget *top, int &checked)
 {
@@ -60,33 +93,10 @@ QStringList problemsIn(QWidget *top, int &checked)
             continue;
         texts << w;
         ++checked;
-        if (auto *l = qobject_cast<QLabel *>(w)) {
-            // A label that elides on purpose (a finished copy's one line, its whole text in the tooltip) gives up
-            // its width: its size policy says so.
-            if (l->sizePolicy().horizontalPolicy() == QSizePolicy::Ignored)
-                continue;
-            const QRect r = l->contentsRect();
-            if (l->wordWrap()
-                    ? l->heightForWidth(l->width()) > l->height() + 1
-                    : l->minimumSizeHint().width() > l->width() + 1 || r.height() + 1 < l->fontMetrics().height())
-                out << QStringLiteral("clipped: ") + describe(l);
-        } else if (auto *b = qobject_cast<QAbstractButton *>(w)) {
-            if (b->sizeHint().width() > b->width() + 1)
-                out << QStringLiteral("clipped: ") + describe(b);
-        }
+        if (clipped(w))
+            out << QStringLiteral("clipped: ") + describe(w);
     }
-    // Where each text shows: a row scrolled out of the list's view shows nowhere, and covers nothing.
-    auto shown = [top](const QWidget *w) {
-        return w->visibleRegion().boundingRect().translated(w->mapTo(top, QPoint()));
-    };
-    for (int i = 0; i < texts.size(); ++i)
-        for (int j = i + 1; j < texts.size(); ++j) {
-            if (texts[i]->isAncestorOf(texts[j]) || texts[j]->isAncestorOf(texts[i]))
-                continue;
-            if (shown(texts[i]).intersects(shown(texts[j])))
-                out << QStringLiteral("overlap: ") + describe(texts[i]) + QStringLiteral(" / ") + describe(texts[j]);
-        }
-    return out;
+    return out + overlapsIn(top, texts);
 }
 
 void shoot(QWidget *w, const QString &state)
@@ -98,14 +108,8 @@ void shoot(QWidget *w, const QString &state)
 
 JobProgress progress(quint64 id, JobState state, qint64 total, qint64 durable, qint64 written, double rate)
 {
-    JobProgress p;
-    p.jobId = id;
-    p.state = int(state);
-    p.totalBytes = total;
-    p.durableBytes = durable;
-    p.writtenBytes = written;
-    p.deviceRate = rate;
-    p.etaSeconds = rate > 0 ? double(total - durable) / rate : -1;
+    JobProgress p =
+        Test::progressOf(id, state, total, durable, written, rate, rate > 0 ? double(total - durable) / rate : -1);
     p.currentFile = QStringLiteral("/home/me/Videos/holiday.mkv");
     return p;
 }
@@ -148,11 +152,7 @@ private Q_SLOTS:
         check(&w, QStringLiteral("empty"), 12);
 
         w.sourceArea()->addSources({QFile::encodeName(dir.path())});
-        Device stick;
-        stick.mountPoint = dir.path();
-        stick.name = QStringLiteral("STICK");
-        stick.blockDevice = QStringLiteral("sdb1");
-        stick.removable = true;
+        Device stick = Test::stickAt(dir.path());
         stick.size = 16LL << 30;
         stick.free = 12LL << 30;
         w.destinationPicker()->setDevices({stick});

@@ -10,6 +10,7 @@
 #include "MessageBar.h"
 #include "SourceDropArea.h"
 #include "Translations.h"
+#include "WindowFixtures.h"
 
 #include <QAbstractButton>
 #include <QFile>
@@ -124,11 +125,7 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&w));
         // Everything enabled that can be: files, a stick, a finished copy, and the Places question in the bar.
         w.sourceArea()->addSources({QFile::encodeName(dir.path())});
-        Device stick;
-        stick.mountPoint = dir.path();
-        stick.name = QStringLiteral("STICK");
-        stick.blockDevice = QStringLiteral("sdb1");
-        stick.removable = true;
+        Device stick = Test::stickAt(dir.path());
         w.destinationPicker()->setDevices({stick});
         w.model()->addJob(1, QStringLiteral("a → STICK"), dir.path(), dir.path(), QStringLiteral("sdb1"), true);
         w.model()->onFinished(1, true, false, 10, 1, 0);

@@ -234,39 +234,36 @@ int background(const QString &out, const QString &work)
     return rc;
 }
 
-} // namespace
-
-int main(int argc, char **argv)
+// The language, and the colours and icons a Plasma session would give (the environment variables above).
+void lookAsTheSessionWould(QApplication &app)
 {
-    QApplication app(argc, argv);
     SaneCopy::loadTranslations(&app, QLocale::system().uiLanguages()); // as sanecopy does
     if (const QString colors = qEnvironmentVariable("SANECOPY_SCREENSHOT_COLORS"); !colors.isEmpty())
         QApplication::setPalette(paletteFrom(colors));
     if (const QString icons = qEnvironmentVariable("SANECOPY_SCREENSHOT_ICONS"); !icons.isEmpty())
         QIcon::setThemeName(icons);
-    const QStringList args = QApplication::arguments();
-    if (args.size() == 4 && args.at(1) == QLatin1String("--states"))
-        return states(args.at(2), args.at(3));
-    if (args.size() == 4 && args.at(1) == QLatin1String("--background"))
-        return background(args.at(2), args.at(3));
-    if (args.size() == 3 && args.at(1) == QLatin1String("--unfinished")) {
-        SaneCopy::MainWindow window;
-        window.show();
-        QObject::connect(&window, &SaneCopy::MainWindow::unfinishedOffered, &window, [&](int offered) {
-            QTimer::singleShot(500, &window, [&, offered] {
-                auto *dialog = window.findChild<SaneCopy::UnfinishedDialog *>();
-                const bool ok = offered > 0 && dialog && dialog->grab().save(args.at(2));
-                std::printf("%s %s\n", ok ? "saved" : "nothing unfinished, or could not save", qPrintable(args.at(2)));
-                QApplication::exit(ok ? 0 : 1);
-            });
+}
+
+// --unfinished OUT.png
+int unfinished(const QString &out)
+{
+    SaneCopy::MainWindow window;
+    window.show();
+    QObject::connect(&window, &SaneCopy::MainWindow::unfinishedOffered, &window, [&](int offered) {
+        QTimer::singleShot(500, &window, [&, offered] {
+            auto *dialog = window.findChild<SaneCopy::UnfinishedDialog *>();
+            const bool ok = offered > 0 && dialog && dialog->grab().save(out);
+            std::printf("%s %s\n", ok ? "saved" : "nothing unfinished, or could not save", qPrintable(out));
+            QApplication::exit(ok ? 0 : 1);
         });
-        window.offerUnfinished();
-        return QApplication::exec();
-    }
-    if (args.size() < 5) {
-        std::fprintf(stderr, "usage: %s OUT.png SECONDS DEST FILE...\n", argv[0]);
-        return 2;
-    }
+    });
+    window.offerUnfinished();
+    return QApplication::exec();
+}
+
+// OUT.png SECONDS DEST FILE...: the window that many seconds into a copy.
+int copying(const QString &out, double seconds, int argc, char **argv)
+{
     SaneCopy::MainWindow window;
     window.resize(980, 760);
     window.show();
@@ -275,10 +272,30 @@ int main(int argc, char **argv)
     for (int i = 4; i < argc; ++i)
         cmd.files << QByteArray(argv[i]);
     window.applyCommandLine(cmd);
-    QTimer::singleShot(int(args.at(2).toDouble() * 1000), &window, [&] {
-        const bool ok = window.grab().save(args.at(1));
-        std::printf("%s %s\n", ok ? "saved" : "could not save", qPrintable(args.at(1)));
+    QTimer::singleShot(int(seconds * 1000), &window, [&] {
+        const bool ok = window.grab().save(out);
+        std::printf("%s %s\n", ok ? "saved" : "could not save", qPrintable(out));
         QApplication::exit(ok ? 0 : 1);
     });
     return QApplication::exec();
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    QApplication app(argc, argv);
+    lookAsTheSessionWould(app);
+    const QStringList args = QApplication::arguments();
+    if (args.size() == 4 && args.at(1) == QLatin1String("--states"))
+        return states(args.at(2), args.at(3));
+    if (args.size() == 4 && args.at(1) == QLatin1String("--background"))
+        return background(args.at(2), args.at(3));
+    if (args.size() == 3 && args.at(1) == QLatin1String("--unfinished"))
+        return unfinished(args.at(2));
+    if (args.size() < 5) {
+        std::fprintf(stderr, "usage: %s OUT.png SECONDS DEST FILE...\n", argv[0]);
+        return 2;
+    }
+    return copying(args.at(1), args.at(2).toDouble(), argc, argv);
 }

@@ -40,45 +40,60 @@ def placeholders(text):
     return sorted(set(re.findall(r"%(?:\d|n)", text)))
 
 
-def main():
-    template, podir = sys.argv[1], sys.argv[2]
-    wanted = {(c, i): p for c, i, p, _, _ in parse(template)}
+def german_problems(wanted, de):
+    """What de.po lacks or gets wrong against the template's strings |wanted| ({(context, msgid): plural})."""
     problems = []
-    de = {(c, i): (p, s, f) for c, i, p, s, f in parse(f"{podir}/de.po")}
     for key, plural in wanted.items():
         ctx, msgid = key
         if key not in de:
             problems.append(f"de.po: no translation of {ctx}{msgid!r}")
             continue
         _, strs, fuzzy = de[key]
-        forms = 2 if plural is not None else 1
-        if fuzzy or len(strs) != forms or not all(strs):
+        if fuzzy or len(strs) != (2 if plural is not None else 1) or not all(strs):
             problems.append(f"de.po: {ctx}{msgid!r} is {'fuzzy' if fuzzy else 'not translated in every form'}")
             continue
-        for s in strs:
-            want = placeholders(msgid)
-            # A singular form may say "one" instead of %n ("Eine Datei ..."), as in English.
-            got = placeholders(s)
-            if got != want and not (plural is not None and s is strs[0] and set(got) == set(want) - {"%n"}):
-                problems.append(f"de.po: {ctx}{msgid!r}: placeholders {got} in {s!r}, the English has {want}")
-            if ("&" in msgid.replace("&&", "")) != ("&" in s.replace("&&", "")) and "<" not in msgid:
-                problems.append(f"de.po: {ctx}{msgid!r}: accelerator in one but not the other: {s!r}")
-    for key in de:
-        if key not in wanted:
-            problems.append(f"de.po: {key[0]}{key[1]!r} is no longer in the sources (msgmerge removes it)")
-    en = {(c, i): s for c, i, p, s, f in parse(f"{podir}/en.po")}
-    for key, plural in wanted.items():
-        if plural is not None and (key not in en or len(en[key]) != 2 or not all(en[key])):
-            problems.append(f"en.po: no English plural forms for {key[0]}{key[1]!r}")
-    if shutil.which("msgfmt"):
-        for lang in ("de", "en"):
-            r = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", f"{podir}/{lang}.po"], capture_output=True,
-                               text=True)
-            errors = [l for l in r.stderr.splitlines() if "warning: header field" not in l]
-            if r.returncode != 0 or errors:
-                problems.append(f"msgfmt --check {lang}.po: {' '.join(errors)}")
-    else:
+        problems += form_problems(ctx, msgid, plural, strs)
+    problems += [f"de.po: {c}{i!r} is no longer in the sources (msgmerge removes it)" for c, i in de if (c, i) not in wanted]
+    return problems
+
+
+def form_problems(ctx, msgid, plural, strs):
+    """Placeholders and accelerator of each translated form of |msgid|."""
+    problems = []
+    want = placeholders(msgid)
+    for s in strs:
+        got = placeholders(s)
+        # A singular form may say "one" instead of %n ("Eine Datei ..."), as in English.
+        singular_without_n = plural is not None and s is strs[0] and set(got) == set(want) - {"%n"}
+        if got != want and not singular_without_n:
+            problems.append(f"de.po: {ctx}{msgid!r}: placeholders {got} in {s!r}, the English has {want}")
+        if ("&" in msgid.replace("&&", "")) != ("&" in s.replace("&&", "")) and "<" not in msgid:
+            problems.append(f"de.po: {ctx}{msgid!r}: accelerator in one but not the other: {s!r}")
+    return problems
+
+
+def msgfmt_problems(podir):
+    if not shutil.which("msgfmt"):
         print("msgfmt (gettext) is not installed: the .po files' syntax was checked by the parse above only")
+        return []
+    problems = []
+    for lang in ("de", "en"):
+        r = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", f"{podir}/{lang}.po"], capture_output=True,
+                           text=True)
+        errors = [l for l in r.stderr.splitlines() if "warning: header field" not in l]
+        if r.returncode != 0 or errors:
+            problems.append(f"msgfmt --check {lang}.po: {' '.join(errors)}")
+    return problems
+
+
+def main():
+    template, podir = sys.argv[1], sys.argv[2]
+    wanted = {(c, i): p for c, i, p, _, _ in parse(template)}
+    problems = german_problems(wanted, {(c, i): (p, s, f) for c, i, p, s, f in parse(f"{podir}/de.po")})
+    en = {(c, i): s for c, i, p, s, f in parse(f"{podir}/en.po")}
+    problems += [f"en.po: no English plural forms for {k[0]}{k[1]!r}" for k, plural in wanted.items()
+                 if plural is not None and (k not in en or len(en[k]) != 2 or not all(en[k]))]
+    problems += msgfmt_problems(podir)
     for p in problems:
         print(p)
     print(f"{len(wanted)} strings in the template; {len(problems)} problem(s)")

@@ -49,6 +49,11 @@ void emitEvent(const QJsonObject &o)
     std::fflush(stdout);
 }
 
+void reportError(const QString &what)
+{
+    emitEvent({{QStringLiteral("event"), QStringLiteral("error")}, {QStringLiteral("what"), what}});
+}
+
 void reportDevices(const DestinationPicker *picker)
 {
     QJsonArray list;
@@ -95,8 +100,30 @@ void press(MainWindow &window, const QString &text)
     if (QToolButton *b = rowButton(window, text))
         b->click();
     else
-        emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
-                   {QStringLiteral("what"), QStringLiteral("no %1 button is shown").arg(text)}});
+        reportError(QStringLiteral("no %1 button is shown").arg(text));
+}
+
+// Adds |files|, chooses the destination entry whose text starts with |entry|, presses Copy.
+void copyTo(MainWindow &window, const QString &entry, const PathList &files)
+{
+    window.sourceArea()->addSources(files);
+    auto *combo = window.destinationPicker()->findChild<QComboBox *>();
+    const int index = combo ? combo->findText(entry, Qt::MatchStartsWith) : -1;
+    if (index < 0)
+        return reportError(QStringLiteral("no such destination entry"));
+    combo->setCurrentIndex(index);
+    Q_EMIT combo->activated(index); // what a click on the entry sends
+    if (!window.copyButton()->isEnabled())
+        return reportError(QStringLiteral("Copy is disabled"));
+    window.copyButton()->click();
+}
+
+void shoot(MainWindow &window, const QString &path)
+{
+    const bool ok = window.grab().save(path);
+    emitEvent({{QStringLiteral("event"), QStringLiteral("shot")},
+               {QStringLiteral("path"), path},
+               {QStringLiteral("ok"), ok}});
 }
 
 void command(MainWindow &window, const QByteArray &line)
@@ -109,22 +136,7 @@ void command(MainWindow &window, const QByteArray &line)
         cmd.files = words.mid(2);
         window.applyCommandLine(cmd);
     } else if (verb == "copy-to" && words.size() >= 3) {
-        window.sourceArea()->addSources(words.mid(2));
-        auto *combo = window.destinationPicker()->findChild<QComboBox *>();
-        const int index = combo ? combo->findText(QString::fromUtf8(words[1]), Qt::MatchStartsWith) : -1;
-        if (index < 0) {
-            emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
-                       {QStringLiteral("what"), QStringLiteral("no such destination entry")}});
-            return;
-        }
-        combo->setCurrentIndex(index);
-        Q_EMIT combo->activated(index); // what a click on the entry sends
-        if (!window.copyButton()->isEnabled()) {
-            emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
-                       {QStringLiteral("what"), QStringLiteral("Copy is disabled")}});
-            return;
-        }
-        window.copyButton()->click();
+        copyTo(window, QString::fromUtf8(words[1]), words.mid(2));
     } else if (verb == "eject") {
         press(window, QCoreApplication::translate("SaneCopy::JobRow", "Eject"));
     } else if (verb == "cancel") {
@@ -132,18 +144,13 @@ void command(MainWindow &window, const QByteArray &line)
     } else if (verb == "ping" && words.size() == 2) {
         emitEvent({{QStringLiteral("event"), QStringLiteral("pong")}, {QStringLiteral("n"), words[1].toInt()}});
     } else if (verb == "shot" && words.size() == 2) {
-        const QString path = QString::fromLocal8Bit(words[1]);
-        const bool ok = window.grab().save(path);
-        emitEvent({{QStringLiteral("event"), QStringLiteral("shot")},
-                   {QStringLiteral("path"), path},
-                   {QStringLiteral("ok"), ok}});
+        shoot(window, QString::fromLocal8Bit(words[1]));
     } else if (verb == "refresh") { // for a diagnosis only: what the list would show if it looked now
         window.destinationPicker()->refreshDevices();
     } else if (verb == "quit") {
         QApplication::quit();
     } else if (!verb.isEmpty()) {
-        emitEvent({{QStringLiteral("event"), QStringLiteral("error")},
-                   {QStringLiteral("what"), QString::fromUtf8("unknown command: " + line)}});
+        reportError(QString::fromUtf8("unknown command: " + line));
     }
 }
 
