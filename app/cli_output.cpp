@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cli_output.h"
 
+#include "i18n.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +24,25 @@ size_t utf8_sequence(std::string_view s)
         if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80)
             return 0;
     return len;
+}
+
+// Terminal columns of UTF-8 text: one a character (the words of every language SaneCopy speaks are narrow).
+int columns(std::string_view text)
+{
+    return int(
+        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// |text| cut to its first |width| columns, never inside a character.
+void cut_to_columns(std::string &text, int width)
+{
+    int seen = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && seen++ == std::max(width, 0)) {
+            text.resize(i);
+            return;
+        }
+    }
 }
 
 std::string number(double v)
@@ -220,8 +241,9 @@ std::string fit_name(const std::string &name, int columns)
 
 std::string stall_text(const ProgressSnapshot &s)
 {
-    return std::string(s.share ? " the share is not responding (" : " the device is not responding (") +
-           human_duration(s.stalled_seconds) + ")";
+    const std::string how_long = human_duration(s.stalled_seconds);
+    return " " + (s.share ? i18nc("%1 is a time, 0:12", "the share is not responding (%1)", how_long)
+                          : i18nc("%1 is a time, 0:12", "the device is not responding (%1)", how_long));
 }
 
 std::string progress_line(const ProgressSnapshot &s, int width)
@@ -229,19 +251,21 @@ std::string progress_line(const ProgressSnapshot &s, int width)
     const double total = double(std::max<uint64_t>(s.total_bytes, 1));
     const double durable = std::min(1.0, double(s.durable_bytes) / total);
     const double written = std::min(1.0, double(s.written_bytes) / total);
-    char tail[160];
-    std::snprintf(tail, sizeof tail, " %3d%% %s/s ETA %s %llu/%llu files", int(std::floor(durable * 100)),
-                  human_bytes(s.device_bytes_per_sec).c_str(), human_duration(s.eta_seconds).c_str(),
-                  static_cast<unsigned long long>(s.files_done), static_cast<unsigned long long>(s.files_total));
-    std::string state = s.state == JobState::Paused ? " (paused)" : "";
+    char percent[8];
+    std::snprintf(percent, sizeof percent, "%3d%%", int(std::floor(durable * 100)));
+    const std::string tail = std::string(" ") + percent + " " +
+                             i18nc("the progress line: %1 the rate, %2 the time left, %3 files done, %4 files in all",
+                                   "%1/s ETA %2 %3/%4 files", human_bytes(s.device_bytes_per_sec),
+                                   human_duration(s.eta_seconds), s.files_done, s.files_total);
+    std::string state = s.state == JobState::Paused ? " " + i18n("(paused)") : "";
     if (s.stalled_seconds > 0)
         state = stall_text(s);
-    const std::string numbers = " " + human_bytes(double(s.durable_bytes)) + " on device";
+    const std::string numbers = " " + i18nc("%1 is a size", "%1 on device", human_bytes(double(s.durable_bytes)));
     std::string right = numbers + tail + state;
-    int bar = width - int(right.size()) - 2;
+    int bar = width - columns(right) - 2;
     if (bar < 10) {
         right = tail + state;
-        bar = std::max(10, width - int(right.size()) - 2);
+        bar = std::max(10, width - columns(right) - 2);
     }
     // The file on its way, after two spaces, in what the bar can spare above 20 columns (at most 40).
     std::string file;
@@ -249,16 +273,13 @@ std::string progress_line(const ProgressSnapshot &s, int width)
     const std::string name = slash == std::string::npos ? s.current_file : s.current_file.substr(slash + 1);
     if (const int spare = std::min(bar - 20, 42) - 2; !name.empty() && spare >= 8) {
         const std::string fitted = fit_name(name, spare);
-        const auto columns = std::count_if(fitted.begin(), fitted.end(),
-                                           [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
         file = "  " + fitted;
-        bar -= 2 + int(columns);
+        bar -= 2 + columns(fitted);
     }
     const int d = int(durable * bar), w = std::max(d, int(written * bar));
     std::string line = "[" + std::string(size_t(d), '#') + std::string(size_t(w - d), '-') +
                        std::string(size_t(bar - w), ' ') + "]" + right;
-    if (int(line.size()) > width)
-        line.resize(size_t(std::max(width, 0)));
+    cut_to_columns(line, width);
     return line + file;
 }
 

@@ -3,6 +3,7 @@
 // sanecp SOURCE... DEST: copies at the device's own speed and returns when the data is on the device.
 #include "cli_output.h"
 #include "destination.h"
+#include "i18n.h"
 #include "job_queue.h"
 #include "manifest.h"
 #include "sys.h"
@@ -10,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <clocale>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -70,8 +72,10 @@ public:
         }
         if (e.kind == JobEvent::Kind::Error || e.kind == JobEvent::Kind::Skipped) {
             clear_bar();
-            std::fprintf(stderr, "sanecp: %s%s\n", e.kind == JobEvent::Kind::Skipped ? "skipped: " : "",
-                         e.message.c_str());
+            const std::string line = e.kind == JobEvent::Kind::Skipped
+                                         ? i18nc("%1 says which file and why", "skipped: %1", e.message)
+                                         : e.message;
+            std::fprintf(stderr, "sanecp: %s\n", line.c_str());
         }
     }
 
@@ -93,19 +97,18 @@ public:
         }
         clear_bar();
         if (move_ && !summary.complete() && !summary.cancelled)
-            std::fprintf(stderr, "sanecp: the sources of the files named above are still where they were; every "
-                                 "file has a complete copy on one side or the other.\n");
+            say(i18n("the sources of the files named above are still where they were; every file has a complete "
+                     "copy on one side or the other."));
         if (summary.device_removed) {
             // Said on any output: a script's log is read after a pulled stick too.
-            std::fprintf(stderr, "sanecp: the device was removed before the copy finished. Files reported done "
-                                 "are complete on it; plug it in again and run the same command to copy the "
-                                 "rest.\n");
+            say(i18n("the device was removed before the copy finished. Files reported done are complete on it; "
+                     "plug it in again and run the same command to copy the rest."));
             return;
         }
         if (!tty_)
             return;
         if (summary.cancelled)
-            std::printf("Cancelled. Nothing half-written was left behind.\n");
+            std::printf("%s\n", i18n("Cancelled. Nothing half-written was left behind.").c_str());
         else if (summary.files_copied > 0 || summary.ok())
             print_done(summary);
     }
@@ -114,14 +117,25 @@ private:
     void print_done(const JobSummary &summary)
     {
         const double rate = summary.seconds > 0 ? double(summary.bytes) / summary.seconds : 0;
+        const std::string bytes = cli::human_bytes(double(summary.bytes));
+        const std::string speed = cli::human_bytes(rate);
+        const uint64_t files = summary.files_copied;
+        std::string line;
+        if (!summary.complete())
+            line =
+                i18np("Partly done: %2 in %1 file, %3/s.", "Partly done: %2 in %1 files, %3/s.", files, bytes, speed);
+        else if (move_)
+            line = i18np("Moved: %2 in %1 file, %3/s.", "Moved: %2 in %1 files, %3/s.", files, bytes, speed);
+        else
+            line = i18np("Done: %2 in %1 file, %3/s.", "Done: %2 in %1 files, %3/s.", files, bytes, speed);
         // A share has nothing to unplug: there "done" means the server has it on its disk.
-        std::printf("%s %s in %llu file%s, %s/s. It is on the %s%s.\n",
-                    summary.complete() ? (move_ ? "Moved:" : "Done:") : "Partly done:",
-                    cli::human_bytes(double(summary.bytes)).c_str(),
-                    static_cast<unsigned long long>(summary.files_copied), summary.files_copied == 1 ? "" : "s",
-                    cli::human_bytes(rate).c_str(), last_.share ? "share" : "device",
-                    summary.complete() && !last_.share ? ": safe to unplug" : "");
+        const std::string where = last_.share          ? i18n("It is on the share.")
+                                  : summary.complete() ? i18n("It is on the device: safe to unplug.")
+                                                       : i18n("It is on the device.");
+        std::printf("%s %s\n", line.c_str(), where.c_str());
     }
+
+    static void say(const std::string &text) { std::fprintf(stderr, "sanecp: %s\n", text.c_str()); }
 
     void clear_bar()
     {
@@ -154,10 +168,10 @@ int check(const std::string &manifest, bool json)
             std::printf("{\"type\":\"checked\",\"name\":%s,\"result\":\"%s\"}\n", cli::json_string(f.name).c_str(),
                         word);
         else if (ok)
-            std::printf("%s: OK\n", f.name.c_str());
+            std::printf("%s: OK\n", f.name.c_str()); // sha256sum -c's words, which scripts look for
         else
             std::printf("%s: FAILED (%s)\n", f.name.c_str(),
-                        f.result == CheckedFile::Result::Mismatch ? "differs from its checksum"
+                        f.result == CheckedFile::Result::Mismatch ? i18n("differs from its checksum").c_str()
                                                                   : f.status.message().c_str());
     });
     if (!s) {
@@ -165,7 +179,9 @@ int check(const std::string &manifest, bool json)
         return 1;
     }
     if (failed)
-        std::fprintf(stderr, "sanecp: %zu of %zu files did not match %s\n", failed, files, manifest.c_str());
+        std::fprintf(stderr, "sanecp: %s\n",
+                     i18np("%2 of %1 file did not match %3", "%2 of %1 files did not match %3", files, failed, manifest)
+                         .c_str());
     return failed ? 1 : 0;
 }
 
@@ -177,7 +193,7 @@ class HelpFormatter : public CLI::Formatter {
 public:
     std::string make_usage(const CLI::App *, std::string name) const override
     {
-        return "Usage: " + name + " [OPTIONS] SOURCE... DEST\n";
+        return i18nc("the command's usage line; %1 is its name", "Usage: %1 [OPTIONS] SOURCE... DEST", name) + "\n";
     }
     std::string make_option_name(const CLI::Option *opt, bool positional) const override
     {
@@ -207,56 +223,59 @@ struct Options {
 // What is copied and how names already taken are treated.
 void add_copy_options(CLI::App &app, Options &o)
 {
-    app.add_option("paths", o.paths, "Files and folders to copy, then where to")->expected(2, -1);
-    app.add_flag("--json", o.json, "Print progress and events as NDJSON on stdout");
+    app.add_option("paths", o.paths, i18n("Files and folders to copy, then where to"))->expected(2, -1);
+    app.add_flag("--json", o.json, i18n("Print progress and events as NDJSON on stdout"));
     auto *ow = app.add_flag("--overwrite", o.overwrite,
-                            "Replace existing files (by rename, once the new file is on the device)");
-    auto *sk = app.add_flag("--skip-existing", o.skip_existing, "Leave existing files alone and go on");
-    auto *rn = app.add_flag("--rename-existing", o.rename_existing, "Copy next to existing files as \"name (1).ext\"");
+                            i18n("Replace existing files (by rename, once the new file is on the device)"));
+    auto *sk = app.add_flag("--skip-existing", o.skip_existing, i18n("Leave existing files alone and go on"));
+    auto *rn =
+        app.add_flag("--rename-existing", o.rename_existing, i18n("Copy next to existing files as \"name (1).ext\""));
     ow->excludes(sk)->excludes(rn);
     sk->excludes(rn);
     app.add_flag("--move", o.move,
-                 "Move: each source file is removed once its copy is on the device (and verified, with --verify), "
-                 "each source folder once it is empty; on the same filesystem, one rename (with --manifest, the "
-                 "sums are then read from the renamed files). Never leaves a file without a complete copy; a "
-                 "source that was not copied stays where it is");
-    app.add_flag("--verify", o.verify,
-                 "Read every file back from the device once it is there, and compare XXH3 hashes with the source");
+                 i18n("Move: each source file is removed once its copy is on the device (and verified, with --verify), "
+                      "each source folder once it is empty; on the same filesystem, one rename (with --manifest, the "
+                      "sums are then read from the renamed files). Never leaves a file without a complete copy; a "
+                      "source that was not copied stays where it is"));
+    app.add_flag(
+        "--verify", o.verify,
+        i18n("Read every file back from the device once it is there, and compare XXH3 hashes with the source"));
     o.manifest_opt = app.add_flag("--manifest{}", o.manifest,
-                                  "Write the SHA-256 of every file copied into a manifest on the destination, "
-                                  "which `sha256sum -c` checks: SHA256SUMS in DEST (beside it when DEST is a "
-                                  "file), or --manifest=FILE. The source is read once; the sums are of its "
-                                  "bytes as copied");
+                                  i18n("Write the SHA-256 of every file copied into a manifest on the destination, "
+                                       "which `sha256sum -c` checks: SHA256SUMS in DEST (beside it when DEST is a "
+                                       "file), or --manifest=FILE. The source is read once; the sums are of its "
+                                       "bytes as copied"));
     app.add_flag("--fit", o.fit,
-                 "When the device has not room for everything, copy the files that fit, in order, instead of "
-                 "nothing; each one left out is reported (exit code 1). With --resume, what the interrupted "
-                 "run left on the device is counted as there");
-    app.add_flag("--resume", o.resume,
-                 "Finish a copy that was interrupted (killed, crashed, logged out, the stick pulled): files at the "
-                 "destination with the source's size and modification time count as copied, the rest is copied "
-                 "(a big file from where its part file's bytes stop matching the source, which every run does)");
+                 i18n("When the device has not room for everything, copy the files that fit, in order, instead of "
+                      "nothing; each one left out is reported (exit code 1). With --resume, what the interrupted "
+                      "run left on the device is counted as there"));
+    app.add_flag(
+        "--resume", o.resume,
+        i18n("Finish a copy that was interrupted (killed, crashed, logged out, the stick pulled): files at the "
+             "destination with the source's size and modification time count as copied, the rest is copied "
+             "(a big file from where its part file's bytes stop matching the source, which every run does)"));
     app.add_flag("--rename-invalid", o.rename_invalid,
-                 "Copy names FAT/exFAT refuse (: ? * \" < > | \\, trailing dots or spaces) under a safe name, "
-                 "instead of skipping them");
+                 i18n("Copy names FAT/exFAT refuse (: ? * \" < > | \\, trailing dots or spaces) under a safe name, "
+                      "instead of skipping them"));
 }
 
 // The modes that copy nothing: --probe and --check.
 void add_other_modes(CLI::App &app, Options &o)
 {
     app.add_option("--probe", o.probe,
-                   "Print what SaneCopy finds out about the device behind FOLDER (filesystem, its "
-                   "limits, removable, the device whose dirty pages are counted) as JSON, and exit")
+                   i18n("Print what SaneCopy finds out about the device behind FOLDER (filesystem, its "
+                        "limits, removable, the device whose dirty pages are counted) as JSON, and exit"))
         ->type_name("FOLDER");
     app.add_option("--check", o.check_path,
-                   "Read every file MANIFEST lists back from its device (not from the page cache), compare "
-                   "SHA-256 sums, and exit 1 on any mismatch or missing file; copies nothing")
+                   i18n("Read every file MANIFEST lists back from its device (not from the page cache), compare "
+                        "SHA-256 sums, and exit 1 on any mismatch or missing file; copies nothing"))
         ->type_name("MANIFEST");
 }
 
 int probe_only(const Options &o)
 {
     if (!o.paths.empty()) {
-        std::fprintf(stderr, "sanecp: --probe takes one folder and copies nothing\n");
+        std::fprintf(stderr, "sanecp: %s\n", i18n("--probe takes one folder and copies nothing").c_str());
         return 2;
     }
     Result<DeviceInfo> info = probe_device(o.probe);
@@ -305,10 +324,11 @@ void watch_signals(sigset_t signals, const std::shared_ptr<Job> &job, const std:
             interrupted_by->store(sig);
             printer->stop_bar();
             if (sig == SIGINT) {
-                std::fprintf(stderr, "\nsanecp: cancelling; removing partial files...\n");
+                std::fprintf(stderr, "\nsanecp: %s\n", i18n("cancelling; removing partial files...").c_str());
                 job->cancel();
             } else {
-                std::fprintf(stderr, "\nsanecp: stopping; rerun with --resume to finish the copy\n");
+                std::fprintf(stderr, "\nsanecp: %s\n",
+                             i18n("stopping; rerun with --resume to finish the copy").c_str());
                 job->interrupt();
             }
         }
@@ -342,9 +362,11 @@ int run_copy(const JobSpec &spec, bool json)
     const JobSummary summary = job->wait();
     if (!summary.manifest_path.empty()) {
         const auto [dir, name] = split_path(summary.manifest_path);
-        std::fprintf(stderr, "sanecp: %llu checksum%s in %s (check with: cd %s && sha256sum -c %s)\n",
-                     static_cast<unsigned long long>(summary.manifest_files), summary.manifest_files == 1 ? "" : "s",
-                     summary.manifest_path.c_str(), dir.c_str(), name.c_str());
+        std::fprintf(stderr, "sanecp: %s\n",
+                     i18np("%1 checksum in %2 (check with: cd %3 && sha256sum -c %4)",
+                           "%1 checksums in %2 (check with: cd %3 && sha256sum -c %4)", summary.manifest_files,
+                           summary.manifest_path, dir, name)
+                         .c_str());
     }
     printer->finish(summary);
     if (summary.cancelled && interrupted_by->load() != 0)
@@ -359,10 +381,11 @@ bool names_a_network_url(const std::vector<std::string> &paths)
     for (const std::string &p : paths) {
         struct stat st {};
         if (looks_like_network_url(p) && ::lstat(p.c_str(), &st) != 0) {
-            std::fprintf(stderr,
-                         "sanecp: %s is a network address, not a path: mount the share (an fstab line, mount -t "
-                         "cifs, sshfs) or open it in Dolphin through kio-fuse, and give that folder's path\n",
-                         p.c_str());
+            std::fprintf(stderr, "sanecp: %s\n",
+                         i18n("%1 is a network address, not a path: mount the share (an fstab line, mount -t cifs, "
+                              "sshfs) or open it in Dolphin through kio-fuse, and give that folder's path",
+                              p)
+                             .c_str());
             return true;
         }
     }
@@ -375,20 +398,30 @@ bool names_a_network_url(const std::vector<std::string> &paths)
 // the program loudly.
 int main(int argc, char **argv) // NOLINT(bugprone-exception-escape)
 {
-    CLI::App app {"Copies files at the device's own speed. When sanecp returns, the data is on the device: "
-                  "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links.",
+    // The messages in the user's language (LANGUAGE, LC_MESSAGES), and the characters of their names, not the
+    // rest: numbers keep a point, as the JSON output and a script reading the lines need.
+    std::setlocale(LC_MESSAGES, "");
+    std::setlocale(LC_CTYPE, "");
+    CLI::App app {i18n("Copies files at the device's own speed. When sanecp returns, the data is on the device: "
+                       "\"done\" means safe to unplug.\nFolders are copied recursively, symlinks as links."),
                   "sanecp"};
-    app.formatter(std::make_shared<HelpFormatter>());
-    app.footer("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
-               "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
-               "the filesystem, a name it can't store, a special file), or the device removed (each is on "
-               "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left), 143 and 129 stopped "
-               "by SIGTERM and SIGHUP (big files' part files stay for --resume). With --check: "
-               "0 every file matches, 1 a mismatch, a missing or unreadable file, or no manifest.");
+    auto formatter = std::make_shared<HelpFormatter>();
+    formatter->label("Positionals", i18nc("the heading of the help's arguments", "Positionals"));
+    app.formatter(formatter);
+    app.option_defaults()->group(i18nc("the heading of the help's options", "Options"));
+    app.footer(i18n("Exit codes: 0 everything requested is on the device (files --skip-existing left alone count as "
+                    "done); 1 something was not copied: a failure, a file refused before the first byte (too big for "
+                    "the filesystem, a name it can't store, a special file), or the device removed (each is on "
+                    "stderr); 2 usage error; 130 cancelled with Ctrl-C (nothing half-written is left), 143 and 129 "
+                    "stopped by SIGTERM and SIGHUP (big files' part files stay for --resume). With --check: "
+                    "0 every file matches, 1 a mismatch, a missing or unreadable file, or no manifest."));
+    // Made again, for their words and their group's name: CLI11 makes the help flag with the App.
+    app.set_help_flag("-h,--help", i18n("Print this help message and exit"));
     Options o;
     add_copy_options(app, o);
     add_other_modes(app, o);
-    app.set_version_flag("--version", std::string("sanecp ") + SANECOPY_VERSION);
+    app.set_version_flag("--version", std::string("sanecp ") + SANECOPY_VERSION,
+                         i18n("Display program version information and exit"));
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success &e) {
@@ -401,13 +434,14 @@ int main(int argc, char **argv) // NOLINT(bugprone-exception-escape)
         return probe_only(o);
     if (!o.check_path.empty()) {
         if (!o.paths.empty()) {
-            std::fprintf(stderr, "sanecp: --check takes one manifest and copies nothing\n");
+            std::fprintf(stderr, "sanecp: %s\n", i18n("--check takes one manifest and copies nothing").c_str());
             return 2;
         }
         return check(o.check_path, o.json);
     }
     if (o.paths.size() < 2) {
-        std::fprintf(stderr, "sanecp: give one or more sources, then the destination (see --help)\n");
+        std::fprintf(stderr, "sanecp: %s\n",
+                     i18n("give one or more sources, then the destination (see --help)").c_str());
         return 2;
     }
     if (names_a_network_url(o.paths))

@@ -13,6 +13,7 @@
 #include "UrlMapping.h"
 
 #include <KFilePlacesModel>
+#include <KLocalizedString>
 
 #include <QCoreApplication>
 #include <QFile>
@@ -79,8 +80,7 @@ int main(int argc, char **argv)
     }
     if (verb == QLatin1String("add")) {
         if (found.isEmpty())
-            model.addPlace(QCoreApplication::translate("sanecopy-places", "Safe Copy"), url,
-                           QStringLiteral("io.github.sanecopy.SaneCopy"));
+            model.addPlace(i18n("Safe Copy"), url, QStringLiteral("io.github.sanecopy.SaneCopy"));
     } else {
         for (const QPersistentModelIndex &index : found)
             model.removePlace(index);

@@ -293,6 +293,8 @@ find /usr -path '*/kf6/kio/kio_sanecopy.so' | grep -q . || fail "no kf6/kio/kio_
 ls /usr/share/kio/servicemenus/sanecopy-*.desktop >/dev/null || fail "no service menus installed"
 sanecp --version >/dev/null || fail "sanecp does not run"
 test -f /usr/share/locale/de/LC_MESSAGES/sanecopy_qt.qm || fail "the window's German catalogue is not installed"
+test -f /usr/share/locale/de/LC_MESSAGES/kio_sanecopy.mo || fail "the KIO worker's German catalogue is not installed"
+LANGUAGE=de LC_ALL=C.UTF-8 sanecp --help | grep -q "Diese Hilfe anzeigen" || fail "sanecp --help is not German with LANGUAGE=de"
 for page in sanecp sanecopy; do
     LC_ALL=C man -P cat "$page" 2>/dev/null | grep -q -- "--version" || fail "man $page does not show the installed page"
 done

@@ -2,6 +2,8 @@
 // What sysfs and udev say about the block device behind a mount: its disk, BDI, bus, rotation, label and model;
 // whether it is still there; which mounted filesystems are on removable disks.
 #include "device_probe.h"
+
+#include "i18n.h"
 #include "probe_detail.h"
 
 #include "sys.h"
@@ -130,16 +132,24 @@ bool may_mean_removal(const Status &s)
     return !s.ok() && s.on_destination() && removal_kind && !(s.device_removed() && !s.detail().empty());
 }
 
+// The system's reason and where it came: "Input/output error in write".
+std::string what_was_seen(const Status &s)
+{
+    return s.op().empty()
+               ? s.code().message()
+               : i18nc("%1 is the system's reason, %2 a system call", "%1 in %2", s.code().message(), s.op());
+}
+
 // A share whose server stopped answering: a soft mount's timeout (EIO, ETIMEDOUT with "softerr"), a lost
 // connection. Nothing was unplugged, and the server still has what it confirmed.
 Status explain_share_loss(Status s, const DeviceInfo &info)
 {
     if (s.ok() || !s.on_destination() || !s.detail().empty() || !server_gone(s.err()))
         return s;
-    const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
-    return std::move(s).with_detail("the share at " + info.mount_point + " stopped answering (" + seen +
-                                    "); run the same copy again once it answers: what the share has stays, "
-                                    "and big files go on where they stopped");
+    return std::move(s).with_detail(i18nc("%1 is a folder, %2 the system's reason",
+                                          "the share at %1 stopped answering (%2); run the same copy again once it "
+                                          "answers: what the share has stays, and big files go on where they stopped",
+                                          info.mount_point, what_was_seen(s)));
 }
 
 } // namespace
@@ -160,9 +170,9 @@ Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sy
     }
     if (!gone)
         return s;
-    const std::string seen = s.code().message() + (s.op().empty() ? "" : " in " + s.op());
     return std::move(s)
-        .with_detail("the device was removed before the copy finished (" + seen + ")")
+        .with_detail(i18nc("%1 is the system's reason", "the device was removed before the copy finished (%1)",
+                           what_was_seen(s)))
         .as_device_removed();
 }
 

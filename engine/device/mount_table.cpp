@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The mount table: /proc/self/mountinfo parsed, the mount that holds a path, and its options.
 #include "device_probe.h"
+
+#include "i18n.h"
 #include "units.h"
 #include "probe_detail.h"
 
@@ -351,7 +353,9 @@ std::optional<ShareMount> share_of(const MountEntry &m)
         return std::nullopt;
     share.mount_point = m.mount_point;
     share.fs_type = m.fs_subtype.empty() ? m.fs_type : m.fs_subtype;
-    share.name = share.share.empty() ? share.server : share.share + " on " + share.server;
+    share.name = share.share.empty()
+                     ? share.server
+                     : i18nc("a share's name: %1 the share, %2 its server", "%1 on %2", share.share, share.server);
     return share;
 }
 } // namespace

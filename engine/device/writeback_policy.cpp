@@ -2,6 +2,8 @@
 // The policy that follows from the facts: each filesystem's name limits, and how its writeback is driven
 // (windows, per-chunk syncs, none) and made durable; probe_device() puts the facts and the policy together.
 #include "device_probe.h"
+
+#include "i18n.h"
 #include "probe_detail.h"
 
 #include "fd.h"
@@ -91,16 +93,16 @@ std::string name_problem(std::string_view name, const FsLimits &limits)
     if (limits.forbids_fat_chars) {
         for (char c : name) {
             if (static_cast<unsigned char>(c) < 0x20)
-                return "contains a control character";
+                return i18n("contains a control character");
             if (std::string_view(":?*\"<>|\\").find(c) != std::string_view::npos)
-                return std::string("contains '") + c + "' which FAT/exFAT cannot store";
+                return i18nc("%1 is one character", "contains '%1' which FAT/exFAT cannot store", std::string(1, c));
         }
     }
     // Windows drops trailing dots and spaces from names, and Linux's vfat and exfat drop trailing dots too, so
     // "a." and "a" collide on the stick, and "a " can't be opened once the stick is in a Windows machine.
     if (limits.forbids_trailing_dot_space && !name.empty() && name != "." && name != ".." &&
         (name.back() == '.' || name.back() == ' '))
-        return "ends with a dot or space, which FAT/exFAT drop";
+        return i18n("ends with a dot or space, which FAT/exFAT drop");
     return {};
 }
 

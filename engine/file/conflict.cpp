@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "conflict.h"
 
+#include "i18n.h"
+
 #include <cerrno>
 
 namespace sanecopy {
@@ -39,12 +41,12 @@ ConflictDecision resolve_conflict(const ExistingTarget &existing, ConflictPolicy
     case ConflictPolicy::Refuse:
         return {Outcome::Fail, policy,
                 Status::destination(EEXIST, "exists", target)
-                    .with_detail("already exists; not overwritten (use --overwrite or --skip-existing)")};
+                    .with_detail(i18n("already exists; not overwritten (use --overwrite or --skip-existing)"))};
     case ConflictPolicy::Overwrite:
         if (existing.is_dir)
-            return {
-                Outcome::Fail, policy,
-                Status::destination(EISDIR, "overwrite", target).with_detail("is a folder; a file cannot replace it")};
+            return {Outcome::Fail, policy,
+                    Status::destination(EISDIR, "overwrite", target)
+                        .with_detail(i18n("is a folder; a file cannot replace it"))};
         break;
     case ConflictPolicy::Rename:
         break;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "copy_file.h"
 
+#include "i18n.h"
 #include "page_cache_policy.h"
 #include "sysmon.h"
 #include "sys.h"
@@ -63,7 +64,7 @@ Status SourceHash::read_into_hash(int src, uint64_t to, const std::string &path)
         if (n < 0)
             return Status::source(errno, kReadSource, path);
         if (n == 0)
-            return Status::source(EIO, kReadSource, path).with_detail("changed size while it was being copied");
+            return Status::source(EIO, kReadSource, path).with_detail(i18n("changed size while it was being copied"));
         sha_.update(buffer_.data(), std::size_t(n));
         next_ += uint64_t(n);
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "manifest.h"
 
+#include "i18n.h"
 #include "paths.h"
 #include "fd.h"
 #include "page_cache_policy.h"
@@ -304,7 +305,7 @@ Status check_manifest(const std::string &manifest_path, const JobControl &contro
     std::size_t unparsed = 0;
     const std::vector<ManifestEntry> entries = parse_manifest(text.value(), &unparsed);
     if (entries.empty())
-        return Status::from_errno(EINVAL, "check", manifest_path).with_detail("holds no SHA-256 checksum lines");
+        return Status::from_errno(EINVAL, "check", manifest_path).with_detail(i18n("holds no SHA-256 checksum lines"));
     const std::string dir = split_path(manifest_path).first;
     UniqueFd dirfd(sys().openat(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
     if (!dirfd)

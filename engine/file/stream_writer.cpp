@@ -3,6 +3,7 @@
 
 #include "background_closer.h"
 #include "conflict.h"
+#include "i18n.h"
 #include "paths.h"
 #include "page_cache_policy.h"
 #include "sys.h"
@@ -66,7 +67,7 @@ Result<StreamTarget> check_target(const std::string &target, const StreamOptions
     StreamTarget t;
     std::tie(t.dir_path, t.name) = split_path(strip_trailing_slashes(target));
     if (t.name.empty() || t.name == "." || t.name == ".." || t.name == "/")
-        return Status::from_errno(EINVAL, "create", target).with_detail("is not a file name");
+        return Status::from_errno(EINVAL, "create", target).with_detail(i18n("is not a file name"));
     int raw = sys().openat(AT_FDCWD, t.dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (raw < 0)
         return Status::destination(errno, "open folder", t.dir_path);
@@ -80,7 +81,8 @@ Result<StreamTarget> check_target(const std::string &target, const StreamOptions
         return Status::destination(EINVAL, "create", t.display).with_detail(why);
     if (options.expected_size && *options.expected_size > t.device.limits.max_file_size)
         return Status::destination(EFBIG, "create", t.display)
-            .with_detail("is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)");
+            .with_detail(
+                i18n("is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)"));
     // The conflict is settled before the first byte, so a refused stream costs the sender nothing. The commit
     // checks again (RENAME_NOREPLACE), for a file that appears meanwhile.
     ExistingTarget existing;

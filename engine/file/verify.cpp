@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "verify.h"
 
+#include "i18n.h"
 #include "page_cache_policy.h"
 #include "sys.h"
 
@@ -84,7 +85,7 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path,
         return result;
     if (XXH3_64bits_digest(ha.state) != XXH3_64bits_digest(hb.state))
         return Status::destination(EBADMSG, "verify", path)
-            .with_detail("the copy read back from the device differs from the source (verify failed)");
+            .with_detail(i18n("the copy read back from the device differs from the source (verify failed)"));
     return {};
 }
 

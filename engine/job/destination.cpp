@@ -3,6 +3,7 @@
 
 #include "device_probe.h"
 #include "fd.h"
+#include "i18n.h"
 #include "sys.h"
 
 #include <climits>
@@ -23,11 +24,13 @@ std::string sandbox_note(const std::string &path)
     const auto at = info->find("\nname=");
     const std::string name =
         at == std::string::npos ? std::string() : info->substr(at + 6, info->find('\n', at + 1) - at - 6);
-    std::string note = "SaneCopy runs in a flatpak sandbox, which shows it only the home folder, /media, /run/media "
-                       "and /mnt";
-    if (!name.empty())
-        note += "; to let it reach " + path + ": flatpak override --user --filesystem=" + path + " " + name;
-    return note;
+    if (name.empty())
+        return i18n("SaneCopy runs in a flatpak sandbox, which shows it only the home folder, /media, /run/media and "
+                    "/mnt");
+    return i18nc("%1 is a folder, %2 the app's id",
+                 "SaneCopy runs in a flatpak sandbox, which shows it only the home folder, /media, /run/media and "
+                 "/mnt; to let it reach %1: flatpak override --user --filesystem=%1 %2",
+                 path, name);
 }
 
 namespace {
@@ -74,12 +77,12 @@ Status check_parent_folder(const std::string &target_dir)
     if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
         const int err = errno;
         return Status::destination(err, "destination folder", target_dir)
-            .with_detail(err == ENOENT ? missing_detail("the destination folder does not exist", target_dir)
-                                       : "cannot use the destination folder: " +
-                                             std::error_code(err, std::generic_category()).message());
+            .with_detail(err == ENOENT ? missing_detail(i18n("the destination folder does not exist"), target_dir)
+                                       : i18nc("%1 is the system's reason", "cannot use the destination folder: %1",
+                                               std::error_code(err, std::generic_category()).message()));
     }
     if (!S_ISDIR(parent.st_mode))
-        return Status::destination(ENOTDIR, "destination folder", target_dir).with_detail("is not a folder");
+        return Status::destination(ENOTDIR, "destination folder", target_dir).with_detail(i18n("is not a folder"));
     return {};
 }
 
@@ -91,15 +94,15 @@ Status check_destination_shape(std::size_t sources, const std::string &dest, Des
     const bool wants_dir = dest.back() == '/';
     if (rule == DestinationRule::ExactTarget && (sources != 1 || wants_dir))
         return Status::from_errno(EINVAL, "destination", dest)
-            .with_detail("an exact target takes one source and a name");
+            .with_detail(i18n("an exact target takes one source and a name"));
     if (wants_dir && !dest_is_dir)
         return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
-            .with_detail(dest_exists ? "not a folder (a destination ending in '/' must be an existing folder)"
-                                     : missing_detail("no such folder (a destination ending in '/' must exist)",
+            .with_detail(dest_exists ? i18n("not a folder (a destination ending in '/' must be an existing folder)")
+                                     : missing_detail(i18n("no such folder (a destination ending in '/' must exist)"),
                                                       strip_trailing_slashes(dest)));
     if (!dest_is_dir && sources > 1)
         return Status::destination(dest_exists ? ENOTDIR : ENOENT, "destination", dest)
-            .with_detail("is not an existing folder, and several sources need one");
+            .with_detail(i18n("is not an existing folder, and several sources need one"));
     return {};
 }
 
@@ -139,7 +142,7 @@ Status name_source(const std::string &source, CopyItem &item)
         return {};
     const std::string real = real_path(source);
     if (real == "/" || real.empty())
-        return Status::from_errno(EINVAL, "source", source).with_detail("cannot copy the root folder");
+        return Status::from_errno(EINVAL, "source", source).with_detail(i18n("cannot copy the root folder"));
     std::tie(item.source_dir, item.source_name) = split_path(real);
     return {};
 }
@@ -151,16 +154,17 @@ Status check_target(const std::string &source, const struct stat &st, const Copy
         const std::string real_source = real_path(source);
         if (!real_source.empty() && is_within(target, real_source))
             return Status::from_errno(EINVAL, "copy into itself", source)
-                .with_detail("cannot copy a folder into itself or one of its subfolders");
+                .with_detail(i18n("cannot copy a folder into itself or one of its subfolders"));
     }
     struct stat existing {};
     if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) != 0)
         return {};
     if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino)
-        return Status::from_errno(EINVAL, "same file", source).with_detail("source and destination are the same file");
+        return Status::from_errno(EINVAL, "same file", source)
+            .with_detail(i18n("source and destination are the same file"));
     if (item.source_is_dir && !S_ISDIR(existing.st_mode))
         return Status::destination(ENOTDIR, "folder onto a file", target)
-            .with_detail("exists and is not a folder; a folder cannot replace it");
+            .with_detail(i18n("exists and is not a folder; a folder cannot replace it"));
     return {};
 }
 

@@ -2,6 +2,7 @@
 // A target name that is taken: what an interrupted run left under it, and what the policy or the user says.
 #include "job_runner.h"
 
+#include "i18n.h"
 #include "sys.h"
 #include "verify.h"
 
@@ -59,8 +60,10 @@ bool JobRunner::report_found(FileTask &task, const std::string &name)
     if (spec_.move)
         remove_source(task.src_dir, task.src_name, task.source);
     report_done(task.source, task.dst_display + "/" + name, task.entry.size,
-                "already " + on_device() +
-                    (spec_.move ? " with the same bytes; the source was removed" : " from the interrupted copy"),
+                spec_.move ? (counters_.share.load()
+                                  ? i18n("already on the share with the same bytes; the source was removed")
+                                  : i18n("already on the device with the same bytes; the source was removed"))
+                           : already_there_note(),
                 digest);
     return true;
 }
@@ -76,21 +79,27 @@ bool JobRunner::decide_conflict(FileTask &task, const ExistingTarget &existing)
     ConflictDecision d = resolve_conflict(existing, spec_.conflict, answer, target);
     // What is in the way is this job's own copy of a name the filesystem can't tell from this one: say so.
     const std::string same_file =
-        task.case_twin.empty() ? std::string()
-                               : task.dst_name + " and " + task.case_twin +
-                                     " would be the same file here: this filesystem does not tell names apart by case";
+        task.case_twin.empty()
+            ? std::string()
+            : i18nc("%1 and %2 are two names",
+                    "%1 and %2 would be the same file here: this filesystem does not tell names apart "
+                    "by case",
+                    task.dst_name, task.case_twin);
     switch (d.outcome) {
     case ConflictDecision::Outcome::Proceed:
         task.policy = d.policy;
         return true;
     case ConflictDecision::Outcome::Skip:
-        report_skip(task.source, same_file.empty() ? "already exists at the destination" : same_file, LeftOut::Exists);
+        report_skip(task.source, same_file.empty() ? i18n("already exists at the destination") : same_file,
+                    LeftOut::Exists);
         return false;
     case ConflictDecision::Outcome::Fail:
         if (!same_file.empty() && d.error.err() == EEXIST)
             d.error = Status::destination(EEXIST, "exists", target)
-                          .with_detail(same_file + "; not overwritten (use --overwrite, --rename-existing or "
-                                                   "--skip-existing)");
+                          .with_detail(i18nc("%1 says which two names are the same file",
+                                             "%1; not overwritten (use --overwrite, --rename-existing or "
+                                             "--skip-existing)",
+                                             same_file));
         report_error(d.error, task.source);
         return false;
     case ConflictDecision::Outcome::Cancel:

@@ -2,6 +2,7 @@
 // One regular file of a job: small ones into the batch, big ones through a part file that a later run resumes.
 #include "job_runner.h"
 
+#include "i18n.h"
 #include "sys.h"
 #include "verify.h"
 
@@ -70,9 +71,7 @@ Status JobRunner::copy_file(FileTask &task, AttemptBytes &bytes)
     if (Status s = open_source(task, in, st); !s)
         return s;
     if (!S_ISREG(st.st_mode)) {
-        report_skip(task.source,
-                    std::string("is a ") + special_kind(st.st_mode) + "; only files, folders and links are copied",
-                    LeftOut::SpecialFile);
+        report_skip(task.source, special_file_reason(st.st_mode), LeftOut::SpecialFile);
         return {};
     }
     counters_.set_current_file(task.source);
@@ -219,7 +218,9 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
         closer_->close(part.take_fd()); // durable under its name: the close's 100 ms sleep need not be waited for
     std::string notes = task.note;
     if (start > 0)
-        notes = join_notes(notes, "resumed after " + std::to_string(start >> 20) + " MiB already " + on_device());
+        notes =
+            join_notes(notes, counters_.share.load() ? i18n("resumed after %1 MiB already on the share", start >> 20)
+                                                     : i18n("resumed after %1 MiB already on the device", start >> 20));
     if (spec_.move)
         remove_source(task.src_dir, task.src_name, task.source);
     report_done(task.source, task.dst_display + "/" + final_name, copied.copied, notes, digest);

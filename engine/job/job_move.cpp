@@ -3,6 +3,7 @@
 #include "job_runner.h"
 
 #include "fd.h"
+#include "i18n.h"
 #include "manifest.h"
 #include "sys.h"
 
@@ -37,7 +38,7 @@ bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root
     counters_.files_done.fetch_add(files > 0 ? files - 1 : 0);
     summary_.files_copied += files > 0 ? files - 1 : 0; // report_done counts the last one
     report_done(item.source, item.target_dir + "/" + target_rel(item.target_name), bytes,
-                "moved by renaming it on the same filesystem");
+                i18n("moved by renaming it on the same filesystem"));
     return true;
 }
 
@@ -58,7 +59,8 @@ void JobRunner::hash_renamed(const ItemPlan &plan)
         Sha256Digest digest {};
         Status s = fd ? hash_from_device(fd.get(), path, control_, digest) : Status::destination(errno, "open", path);
         if (!s) {
-            report_error(std::move(s).with_detail("was moved, but its sum for the manifest could not be read"), path);
+            report_error(std::move(s).with_detail(i18n("was moved, but its sum for the manifest could not be read")),
+                         path);
             continue;
         }
         hashed_.emplace_back(path, digest);
@@ -70,8 +72,9 @@ void JobRunner::remove_source(const SharedDirFd &dir, const std::string &name, c
 {
     if (sys().unlinkat(dir->get(), name.c_str(), 0) < 0 && errno != ENOENT)
         report_error(Status::source(errno, "remove source", source)
-                         .with_detail("was copied, but could not be removed from the source: " +
-                                      std::error_code(errno, std::generic_category()).message()),
+                         .with_detail(i18nc("%1 is the system's reason",
+                                            "was copied, but could not be removed from the source: %1",
+                                            std::error_code(errno, std::generic_category()).message())),
                      source);
 }
 

@@ -2,6 +2,7 @@
 // What a copy job tells its caller: events, counters, the manifest.
 #include "job_runner.h"
 
+#include "i18n.h"
 #include "sys.h"
 
 #include <cerrno>
@@ -111,11 +112,19 @@ std::string JobRunner::target_rel(const std::string &rel) const
     return job_detail::target_rel(rel, spec_, device_.limits);
 }
 
+std::string JobRunner::already_there_note() const
+{
+    return counters_.share.load() ? i18n("already on the share from the interrupted copy")
+                                  : i18n("already on the device from the interrupted copy");
+}
+
 std::string JobRunner::rename_note(const std::string &rel) const
 {
     const std::string name = split_rel(rel).second;
     const std::string why = name_problem(name, device_.limits);
-    return why.empty() ? std::string() : "renamed to \"" + safe_name(name, device_.limits) + "\": the name " + why;
+    return why.empty() ? std::string()
+                       : i18nc("%1 is the new name, %2 what is wrong with the old one",
+                               "renamed to \"%1\": the name %2", safe_name(name, device_.limits), why);
 }
 
 // The target folder |rel|, once those the walk has left (any that is neither |rel| nor above it) are dropped.

@@ -220,8 +220,8 @@ private:
     void take_back(const AttemptBytes &bytes);
     void count_unmoved(uint64_t bytes);
     bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
-    // Where the copy's bytes are, in the words of a file's note: "on the share" for a network share.
-    std::string on_device() const { return counters_.share.load() ? "on the share" : "on the device"; }
+    // The note of a file an interrupted copy left complete: "already on the device" (or "on the share").
+    std::string already_there_note() const;
 
     // The job.
     void start(JobPlan &plan);

@@ -2,6 +2,7 @@
 // Planning a job: what each entry meets on the device, the space the job needs, the names already taken.
 #include "job_runner.h"
 
+#include "i18n.h"
 #include "sys.h"
 #include "tree_plan.h"
 #include "tree_warmer.h"
@@ -27,14 +28,14 @@ void check_against_device(const CopyItem &item, PlanEntry &e, const JobSpec &spe
         e.skip_reason = why;
     } else if (e.kind == EntryKind::File && e.size > device.limits.max_file_size) {
         e.left_out = LeftOut::TooBig;
-        e.skip_reason = "is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)";
+        e.skip_reason = i18n("is larger than the destination's filesystem can store in one file (4 GiB - 1 on FAT32)");
     }
 }
 
 void left_for_want_of_room(PlanEntry &e)
 {
     e.left_out = LeftOut::NoRoom;
-    e.skip_reason = "no room left on the device for it (what fits was copied)";
+    e.skip_reason = i18n("no room left on the device for it (what fits was copied)");
 }
 
 } // namespace job_detail
@@ -232,8 +233,8 @@ Status space_problem(const JobPlan &plan, const JobSpec &spec, uint64_t needed)
 {
     if (plan.device.free_bytes && needed > *plan.device.free_bytes && !spec.resume)
         return Status::destination(ENOSPC, "space check", plan.device.mount_point)
-            .with_detail("not enough space: the copy needs " + mib_text(needed) + ", " +
-                         mib_text(*plan.device.free_bytes) + " free");
+            .with_detail(i18nc("%1 and %2 are sizes", "not enough space: the copy needs %1, %2 free", mib_text(needed),
+                               mib_text(*plan.device.free_bytes)));
     return {};
 }
 

@@ -2,6 +2,7 @@
 // A copy job's run: its items, folders and links in order, pause and cancel, and its end.
 #include "job_runner.h"
 
+#include "i18n.h"
 #include "sys.h"
 #include "tree_plan.h"
 
@@ -306,14 +307,13 @@ void JobRunner::copy_symlink(const FileTask &where)
     if (there) {
         if (spec_.move)
             remove_source(where.src_dir, where.src_name, where.source);
-        return report_done(where.source, where.dst_display + "/" + *there, 0,
-                           "already " + on_device() + " from the interrupted copy");
+        return report_done(where.source, where.dst_display + "/" + *there, 0, already_there_note());
     }
     // Links are not worth a question: the job's policy decides.
     const ConflictDecision d =
         resolve_conflict(existing, spec_.conflict, std::nullopt, where.dst_display + "/" + where.dst_name);
     if (d.outcome == ConflictDecision::Outcome::Skip)
-        return report_skip(where.source, "already exists at the destination", LeftOut::Exists);
+        return report_skip(where.source, i18n("already exists at the destination"), LeftOut::Exists);
     if (d.outcome != ConflictDecision::Outcome::Proceed)
         return report_error(d.error, where.source);
     std::string final_name;

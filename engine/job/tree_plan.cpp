@@ -2,6 +2,7 @@
 #include "tree_plan.h"
 
 #include "fd.h"
+#include "i18n.h"
 #include "sys.h"
 
 #include <algorithm>
@@ -10,17 +11,17 @@
 
 namespace sanecopy {
 
-const char *special_kind(mode_t mode)
+std::string special_file_reason(mode_t mode)
 {
     if (S_ISFIFO(mode))
-        return "FIFO";
+        return i18n("is a FIFO; only files, folders and links are copied");
     if (S_ISSOCK(mode))
-        return "socket";
+        return i18n("is a socket; only files, folders and links are copied");
     if (S_ISCHR(mode))
-        return "character device";
+        return i18n("is a character device; only files, folders and links are copied");
     if (S_ISBLK(mode))
-        return "block device";
-    return "special file";
+        return i18n("is a block device; only files, folders and links are copied");
+    return i18n("is a special file; only files, folders and links are copied");
 }
 
 namespace {
@@ -43,7 +44,7 @@ PlanEntry entry_from_stat(const struct stat &st, std::string rel)
     else {
         e.kind = EntryKind::Special;
         e.left_out = LeftOut::SpecialFile;
-        e.skip_reason = std::string("is a ") + special_kind(st.st_mode) + "; only files, folders and links are copied";
+        e.skip_reason = special_file_reason(st.st_mode);
     }
     return e;
 }
@@ -150,7 +151,7 @@ bool TreeWalk::next(PlanEntry &e)
             if (fd < 0) {
                 on_error_(Status::source(errno, "open folder", display));
                 e.left_out = LeftOut::Unreadable;
-                e.skip_reason = "cannot be read";
+                e.skip_reason = i18n("cannot be read");
             } else {
                 enter(fd, rel, display); // |f| may move: not used after this
             }

@@ -87,7 +87,7 @@ private:
 };
 
 // Walks |item| whole, for a caller that wants every entry at once.
-// "FIFO", "socket", "character device", "block device".
-const char *special_kind(mode_t mode);
+// Why a FIFO, a socket or a device node is left out: "is a FIFO; only files, folders and links are copied".
+std::string special_file_reason(mode_t mode);
 
 } // namespace sanecopy

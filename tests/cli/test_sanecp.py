@@ -411,6 +411,28 @@ def case_manifest(t):
     check(open(f"{t}/out2/sums.txt").read().endswith("  big\n"), open(f"{t}/out2/sums.txt").read())
 
 
+def case_german(t):
+    """LANGUAGE=de gives German in --help, in an error message from the engine and in sanecp's own lines, with the
+    right plural forms ("1 Prüfsumme", "2 Prüfsummen"); without it, English ("1 checksum", "2 checksums")."""
+    if not os.path.isfile(os.path.join(os.environ.get("SANECOPY_LOCALE_DIR", ""), "de/LC_MESSAGES/sanecopy.mo")):
+        raise Failure(f"no German catalogue under SANECOPY_LOCALE_DIR={os.environ.get('SANECOPY_LOCALE_DIR')!r}")
+    german = dict(os.environ, LANGUAGE="de", LC_ALL="C.UTF-8")
+    r = run(["--help"], env=german)
+    check(r.returncode == 0 and "Optionen:" in r.stdout and "Diese Hilfe anzeigen und beenden" in r.stdout
+          and "Aufruf: sanecp" in r.stdout, f"German --help: {r.stdout!r}")
+    r = run([write(f"{t}/a", "a\n"), f"{t}/missing/b"], env=german)
+    check(r.returncode == 1 and "der Zielordner existiert nicht" in r.stderr, f"German error: {r.stderr!r}")
+    write(f"{t}/b", "b\n")
+    for lang, env, one, two in (("de", german, "1 Prüfsumme in", "2 Prüfsummen in"),
+                                ("en", dict(os.environ, LANGUAGE="", LC_ALL="C.UTF-8"), "1 checksum in",
+                                 "2 checksums in")):
+        for files, want in ((["a"], one), (["a", "b"], two)):
+            out = f"{t}/out-{lang}-{len(files)}"
+            os.mkdir(out)
+            r = run(["--manifest", *[f"{t}/{f}" for f in files], out], env=env)
+            check(r.returncode == 0 and want in r.stderr, f"{lang}, {len(files)} file(s): want {want!r} in {r.stderr!r}")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -520,6 +520,25 @@ def case_devices_fat_names(work):
         rc, _, err, _ = kioclient("copy", url("file", ok), device_url(name), env_extra=env)
         check(rc == 0, f"copy of a plain name exited {rc}: {err}")
         check(filecmp.cmp(ok, os.path.join(s.mnt, "a question.txt"), shallow=False), "the copy differs")
+        # In German: the worker's own words (kio_sanecopy) and the engine's reason (sanecopy) it passes on.
+        german = dict(env, **german_env(work))
+        rc, out, err, _ = kioclient("stat", device_url(name), env_extra=german)
+        check(rc == 0 and "frei)" in out, f"stat of the device in German: {rc} {out} {err}")
+        rc, _, err, _ = kioclient("copy", url("file", src), device_url(name), env_extra=german)
+        print(f"kioclient's message in German: {err.strip()[-200:]}")
+        check(rc == 1 and "nicht speichern kann" in err, f"the reason in German: {rc} {err}")
+
+
+def german_env(work):
+    """LANGUAGE=de, with the build folder's catalogues where KI18n looks for the worker's (XDG_DATA_DIRS'
+    locale/) and the engine for its own (SANECOPY_LOCALE_DIR)."""
+    catalogues = os.path.abspath(os.path.join(PLUGIN_DIR, "..", "locale"))
+    if not os.path.isfile(os.path.join(catalogues, "de", "LC_MESSAGES", "kio_sanecopy.mo")):
+        raise Failure(f"no German catalogue of the worker in {catalogues}")
+    data = tempfile.mkdtemp(prefix="xdg-data-", dir=work)
+    os.symlink(catalogues, os.path.join(data, "locale"))
+    return {"LANGUAGE": "de", "LC_ALL": "C.UTF-8", "SANECOPY_LOCALE_DIR": catalogues,
+            "XDG_DATA_DIRS": data + ":" + os.environ.get("XDG_DATA_DIRS", "/usr/local/share:/usr/share")}
 
 
 class SessionBus:

@@ -149,6 +149,8 @@ def case_installed_files(args):
             for lang in ("de", "en"):
                 qm = staged(f"{args.datadir}/locale/{lang}/LC_MESSAGES/sanecopy_qt.qm")
                 c.check(os.path.isfile(qm), "installed " + os.path.relpath(qm, destdir))
+        mo = staged(f"{args.datadir}/locale/de/LC_MESSAGES/sanecopy.mo")
+        c.check(os.path.isfile(mo), "installed " + os.path.relpath(mo, destdir))
         c.check(f'<launchable type="desktop-id">{APP_ID}.desktop</launchable>' in meta,
                 "metainfo launchable names the installed desktop file")
     c.exit()
@@ -267,12 +269,14 @@ def case_deb_package(args):
         has(rf"/share/applications/{re.escape(APP_ID)}\.desktop$", "the desktop file")
         if args.gui:
             has(r"/share/locale/de/LC_MESSAGES/sanecopy_qt\.qm$", "the window's German catalogue")
+        has(r"/share/locale/de/LC_MESSAGES/sanecopy\.mo$", "the engine's and sanecp's German catalogue")
         has(rf"/share/metainfo/{re.escape(APP_ID)}\.metainfo\.xml$", "the metainfo")
         has(rf"/share/icons/hicolor/scalable/apps/{re.escape(APP_ID)}\.svg$", "the app icon")
         has(rf"/share/icons/hicolor/symbolic/apps/{re.escape(APP_ID)}-symbolic\.svg$", "the symbolic icon")
         if args.with_worker:
             has(r"/kf[56]/kio/[^/]+\.so$", "the KIO worker plugin (kf5/kio or kf6/kio)")
             has(r"/share/kio/servicemenus/[^/]+\.desktop$", "the Dolphin service menus")
+            has(r"/share/locale/de/LC_MESSAGES/kio_sanecopy\.mo$", "the KIO worker's German catalogue")
         else:
             print("note  the KIO worker is not built in this tree: its plugin and service menus are not checked")
     c.exit()

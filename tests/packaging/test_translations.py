@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The window's catalogues against the template the build extracted (ui/po/CMakeLists.txt):
+"""A domain's catalogues against the template the build extracted: the window's (ui/po/), the engine's and
+sanecp's (engine/po/), the KIO worker's (kio-worker/po/):
 
   de.po  every string translated (each plural form), none fuzzy, none left over from strings that are gone; the
          same placeholders (%1..%9, %n) as the English, and an accelerator (&) where the English has one;
-  en.po  every counted string (%n) with its two English forms;
-  both   accepted by msgfmt --check (when gettext is installed).
+  en.po  where the domain has one (the window's: Qt needs it, gettext does not): every counted string (%n) with
+         its two English forms;
+  each   accepted by msgfmt --check (when gettext is installed).
 
   test_translations.py TEMPLATE.pot PODIR"""
+import os
 import re
 import shutil
 import subprocess
@@ -77,7 +80,7 @@ def msgfmt_problems(podir):
         print("msgfmt (gettext) is not installed: the .po files' syntax was checked by the parse above only")
         return []
     problems = []
-    for lang in ("de", "en"):
+    for lang in [lang for lang in ("de", "en") if os.path.exists(f"{podir}/{lang}.po")]:
         r = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", f"{podir}/{lang}.po"], capture_output=True,
                            text=True)
         errors = [l for l in r.stderr.splitlines() if "warning: header field" not in l]
@@ -90,9 +93,10 @@ def main():
     template, podir = sys.argv[1], sys.argv[2]
     wanted = {(c, i): p for c, i, p, _, _ in parse(template)}
     problems = german_problems(wanted, {(c, i): (p, s, f) for c, i, p, s, f in parse(f"{podir}/de.po")})
-    en = {(c, i): s for c, i, p, s, f in parse(f"{podir}/en.po")}
-    problems += [f"en.po: no English plural forms for {k[0]}{k[1]!r}" for k, plural in wanted.items()
-                 if plural is not None and (k not in en or len(en[k]) != 2 or not all(en[k]))]
+    if os.path.exists(f"{podir}/en.po"):
+        en = {(c, i): s for c, i, p, s, f in parse(f"{podir}/en.po")}
+        problems += [f"en.po: no English plural forms for {k[0]}{k[1]!r}" for k, plural in wanted.items()
+                     if plural is not None and (k not in en or len(en[k]) != 2 or not all(en[k]))]
     problems += msgfmt_problems(podir)
     for p in problems:
         print(p)
