@@ -156,6 +156,28 @@ private Q_SLOTS:
         QVERIFY(QDir(dir.filePath(QStringLiteral("out"))).isEmpty());
     }
 
+    // Plasma's view of a one-item copy names where the item goes, as the plan resolved it: into the folder, or the
+    // exact name.
+    void planSaysWhereTheFirstItemGoes()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir(dir.path()).mkdir(QStringLiteral("out"));
+        QFile file(dir.filePath(QStringLiteral("photo.jpg")));
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write("jpeg") == 4);
+        file.close();
+        EngineBridge bridge;
+        QSignalSpy planned(&bridge, &EngineBridge::planned);
+        const QByteArray source = QFile::encodeName(file.fileName());
+        bridge.planAsync(1, {source}, QFile::encodeName(dir.filePath(QStringLiteral("out"))));
+        bridge.planAsync(2, {source}, QFile::encodeName(dir.filePath(QStringLiteral("out/renamed.jpg"))));
+        QTRY_COMPARE_WITH_TIMEOUT(planned.size(), 2, 10000);
+        QHash<quint64, QString> targets;
+        for (const QList<QVariant> &args : planned)
+            targets.insert(args.at(0).toULongLong(), args.at(1).value<PlanSummary>().firstTarget);
+        QCOMPARE(targets.value(1), dir.filePath(QStringLiteral("out/photo.jpg")));
+        QCOMPARE(targets.value(2), dir.filePath(QStringLiteral("out/renamed.jpg")));
+    }
+
     void cancelWhileAQuestionIsOpenDoesNotHang()
     {
         QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));

@@ -322,6 +322,8 @@ PlanSummary summarize(const sanecopy::JobSpec &spec)
     summary.mountPoint = qs(plan.device.mount_point);
     summary.blockDevice = qs(plan.device.block_device);
     summary.removable = plan.device.removable;
+    if (!plan.items.empty())
+        summary.firstTarget = qs(plan.items.front().item.target_dir + '/' + plan.items.front().item.target_name);
     summary.taken = takenNames(plan, spec.destination);
     using How = sanecopy::JobPlan::TakenNames;
     summary.room = roomOf(plan, How::AskedOrKept);

@@ -50,6 +50,10 @@ struct PlanSummary {
     qint64 files = 0; // files and links that will be copied
     QString mountPoint;
     QString blockDevice;
+    // Where the first source goes, as the plan resolved the destination ("/media/stick/photo.jpg" for a file dropped
+    // on the stick's folder, the name itself for an exact target): Plasma's view of a one-item copy shows it. Read
+    // from the plan, so the GUI thread never stats a destination that may be a share that stopped answering.
+    QString firstTarget;
     bool removable = false;
     int badNames = 0; // problems that are names the target refuses (a safe name would fix them)
     // Whether the copy fits on the device depends on what becomes of the names already taken: skipped, they need

@@ -16,7 +16,6 @@
 #include "Udisks.h"
 
 #include <QCheckBox>
-#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
@@ -160,7 +159,7 @@ void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
     const bool one = options.sources.size() == 1;
     jobViews_->addJob(
         jobId, one ? first : tr("%1 and %2 more").arg(QFileInfo(first).fileName()).arg(options.sources.size() - 1),
-        one && QFileInfo(dest).isDir() ? QDir(dest).filePath(QFileInfo(first).fileName()) : dest);
+        one && !plan.firstTarget.isEmpty() ? plan.firstTarget : dest);
     Q_EMIT jobQueued(jobId);
 }
 
