@@ -77,7 +77,12 @@ echo "== building in $build"
 # clone rebuilds everything.
 # Paths relative to the checkout, so a clone in another folder (CI's) hits what this one cached.
 export CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=true
-cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+# The prefix of a Debian package: nothing is installed from here, but `cpack -G DEB` packs this build, and the
+# .deb goes through lintian (packaging/deb_lintian). Install a build by hand with the .deb, or configure another
+# folder with the default /usr/local for `cmake --install`. Qt's own plugin folder for the KIO worker, where KIO
+# looks: ECM picks it for a /usr prefix only on a folder's first configure, and this one may have had another.
+cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+    -DKDE_INSTALL_USE_QT_SYS_PATHS=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build"
 
 case "$mode" in

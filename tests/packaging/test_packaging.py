@@ -7,6 +7,9 @@
   flatpak_manifest  `flatpak-builder --show-manifest`: fails on a parse error or on any stderr output (unknown keys
                     and an unquoted runtime-version only warn), then checks what the manifest must say
   deb_package       `cpack -G DEB` into a private folder, then the package's fields and `dpkg -c` file list
+  deb_lintian       the same .deb through this distribution's lintian (Debian 12's here, Debian 13's in its clean
+                    root): no error and no warning; skipped when the build installs elsewhere than /usr, where no
+                    Debian package goes
 
 Each case works in its own temporary folder, so ctest may run them in parallel with everything else.
 """
@@ -275,10 +278,36 @@ def case_deb_package(args):
         has(rf"/share/icons/hicolor/symbolic/apps/{re.escape(APP_ID)}-symbolic\.svg$", "the symbolic icon")
         if args.with_worker:
             has(r"/kf[56]/kio/[^/]+\.so$", "the KIO worker plugin (kf5/kio or kf6/kio)")
+            if args.prefix == "/usr":
+                # Where KIO looks without QT_PLUGIN_PATH: Qt's own plugin folder, as Debian's workers are.
+                has(r"^\./usr/lib/[^/]+/qt[56]/plugins/kf[56]/kio/kio_sanecopy\.so$",
+                    "the KIO worker in Qt's plugin folder (usr/lib/<triplet>/qt5|qt6/plugins)")
             has(r"/share/kio/servicemenus/[^/]+\.desktop$", "the Dolphin service menus")
             has(r"/share/locale/de/LC_MESSAGES/kio_sanecopy\.mo$", "the KIO worker's German catalogue")
         else:
             print("note  the KIO worker is not built in this tree: its plugin and service menus are not checked")
+    c.exit()
+
+
+def case_deb_lintian(args):
+    lintian = need("lintian", "lintian")
+    if args.prefix != "/usr":
+        skip(f"the build installs into {args.prefix}; a Debian package is built with CMAKE_INSTALL_PREFIX=/usr "
+             "(packaging/dev.sh and the Debian 13 root configure it so)")
+    c = Checks()
+    with tempfile.TemporaryDirectory(prefix="sanecopy-lintian-") as out:
+        proc = run([args.cpack, "-G", "DEB", "-B", out, "--config", os.path.join(args.build, "CPackConfig.cmake")])
+        debs = [f for f in os.listdir(out) if f.endswith(".deb")]
+        c.check(proc.returncode == 0 and len(debs) == 1, "cpack -G DEB made one .deb")
+        if c.failures:
+            show(proc)
+            c.exit()
+        proc = run([lintian, "--fail-on", "error,warning", "--tag-display-limit", "0", os.path.join(out, debs[0])])
+        tags = [line for line in (proc.stdout + proc.stderr).splitlines() if "running with root privileges" not in line]
+        for line in tags:
+            print("  " + line)
+        version = run([lintian, "--version"]).stdout.strip()
+        c.check(proc.returncode == 0, f"{version}: no error and no warning")
     c.exit()
 
 
@@ -295,10 +324,11 @@ def main():
     p.add_argument("--with-worker", type=int, default=0, help="1 when the KIO worker is built")
     p.add_argument("--mandir", help="CMAKE_INSTALL_FULL_MANDIR")
     p.add_argument("--man", type=int, default=0, help="1 when the man pages are built")
-    p.add_argument("case", choices=["installed_files", "flatpak_manifest", "deb_package"])
+    p.add_argument("--prefix", help="CMAKE_INSTALL_PREFIX")
+    p.add_argument("case", choices=["installed_files", "flatpak_manifest", "deb_package", "deb_lintian"])
     args = p.parse_args()
     {"installed_files": case_installed_files, "flatpak_manifest": case_flatpak_manifest,
-     "deb_package": case_deb_package}[args.case](args)
+     "deb_package": case_deb_package, "deb_lintian": case_deb_lintian}[args.case](args)
 
 
 if __name__ == "__main__":
