@@ -53,10 +53,12 @@ packages=(
     clang-tidy clazy clang-format python3-venv
     # The man pages, made from each program's --help, and man to render them in their test.
     help2man man-db
+    # The German locale's sources, for the tests that run as a German user (stick.german_session).
+    locales
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker, man for its pages, and
 # lintian, the distribution's own checks of a package.
-deb_test_packages=(kde-cli-tools man-db lintian)
+deb_test_packages=(kde-cli-tools man-db lintian locales)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
 # filesystems' tools, what the scenarios run, and the servers and clients of the network shares (tests/vm/shares.py).
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
@@ -294,7 +296,9 @@ ls /usr/share/kio/servicemenus/sanecopy-*.desktop >/dev/null || fail "no service
 sanecp --version >/dev/null || fail "sanecp does not run"
 test -f /usr/share/locale/de/LC_MESSAGES/sanecopy_qt.qm || fail "the window's German catalogue is not installed"
 test -f /usr/share/locale/de/LC_MESSAGES/kio_sanecopy.mo || fail "the KIO worker's German catalogue is not installed"
-LANGUAGE=de LC_ALL=C.UTF-8 sanecp --help | grep -q "Diese Hilfe anzeigen" || fail "sanecp --help is not German with LANGUAGE=de"
+localedef -i de_DE -f UTF-8 de_DE.UTF-8 2>/dev/null || true # as a German user's system has it
+LANG=de_DE.UTF-8 LC_ALL=de_DE.UTF-8 LANGUAGE=de sanecp --help | grep -q "Diese Hilfe anzeigen" ||
+    fail "sanecp --help is not German for a German user (LANG=de_DE.UTF-8)"
 for page in sanecp sanecopy; do
     LC_ALL=C man -P cat "$page" 2>/dev/null | grep -q -- "--version" || fail "man $page does not show the installed page"
 done

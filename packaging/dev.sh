@@ -31,8 +31,9 @@ packages=(
     g++ cmake ninja-build pkg-config ccache
     catch2 libcli11-dev libxxhash-dev libblkid-dev nettle-dev
     qt6-base-dev libqt6opengl6-dev fonts-dejavu-core
-    # Qt's lupdate and lconvert: the window's translations (ui/po/); gettext's msgfmt checks the catalogues.
-    qt6-l10n-tools gettext
+    # Qt's lupdate and lconvert: the window's translations (ui/po/); gettext's msgfmt checks the catalogues;
+    # the German locale's sources, for the tests that run as a German user.
+    qt6-l10n-tools gettext locales
     extra-cmake-modules libkf5kio-dev libkf5i18n-dev libkf5dbusaddons-dev kio kde-cli-tools
     # kded5 loads the module that keeps sanecopy://devices/ current; the test runs the real one.
     kded5

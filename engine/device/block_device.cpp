@@ -146,10 +146,11 @@ Status explain_share_loss(Status s, const DeviceInfo &info)
 {
     if (s.ok() || !s.on_destination() || !s.detail().empty() || !server_gone(s.err()))
         return s;
+    const std::string seen = what_was_seen(s);
     return std::move(s).with_detail(i18nc("%1 is a folder, %2 the system's reason",
                                           "the share at %1 stopped answering (%2); run the same copy again once it "
                                           "answers: what the share has stays, and big files go on where they stopped",
-                                          info.mount_point, what_was_seen(s)));
+                                          info.mount_point, seen));
 }
 
 } // namespace
@@ -170,9 +171,9 @@ Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sy
     }
     if (!gone)
         return s;
+    const std::string seen = what_was_seen(s);
     return std::move(s)
-        .with_detail(i18nc("%1 is the system's reason", "the device was removed before the copy finished (%1)",
-                           what_was_seen(s)))
+        .with_detail(i18nc("%1 is the system's reason", "the device was removed before the copy finished (%1)", seen))
         .as_device_removed();
 }
 

@@ -416,7 +416,11 @@ def case_german(t):
     right plural forms ("1 Prüfsumme", "2 Prüfsummen"); without it, English ("1 checksum", "2 checksums")."""
     if not os.path.isfile(os.path.join(os.environ.get("SANECOPY_LOCALE_DIR", ""), "de/LC_MESSAGES/sanecopy.mo")):
         raise Failure(f"no German catalogue under SANECOPY_LOCALE_DIR={os.environ.get('SANECOPY_LOCALE_DIR')!r}")
-    german = dict(os.environ, LANGUAGE="de", LC_ALL="C.UTF-8")
+    session = stick.german_session(t)
+    if session is None:
+        raise Skip("no German locale: none installed and no sources to make one (Debian: apt install locales; "
+                   "packaging/dev.sh installs it)")
+    german = dict(os.environ, **session)
     r = run(["--help"], env=german)
     check(r.returncode == 0 and "Optionen:" in r.stdout and "Diese Hilfe anzeigen und beenden" in r.stdout
           and "Aufruf: sanecp" in r.stdout, f"German --help: {r.stdout!r}")

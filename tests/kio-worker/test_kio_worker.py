@@ -530,15 +530,18 @@ def case_devices_fat_names(work):
 
 
 def german_env(work):
-    """LANGUAGE=de, with the build folder's catalogues where KI18n looks for the worker's (XDG_DATA_DIRS'
+    """A German session (stick.german_session), with the build folder's catalogues where KI18n looks for the worker's (XDG_DATA_DIRS'
     locale/) and the engine for its own (SANECOPY_LOCALE_DIR)."""
     catalogues = os.path.abspath(os.path.join(PLUGIN_DIR, "..", "locale"))
     if not os.path.isfile(os.path.join(catalogues, "de", "LC_MESSAGES", "kio_sanecopy.mo")):
         raise Failure(f"no German catalogue of the worker in {catalogues}")
+    session = stick.german_session(work)
+    if session is None:
+        raise Failure("no German locale: none installed and no sources to make one (Debian: apt install locales)")
     data = tempfile.mkdtemp(prefix="xdg-data-", dir=work)
     os.symlink(catalogues, os.path.join(data, "locale"))
-    return {"LANGUAGE": "de", "LC_ALL": "C.UTF-8", "SANECOPY_LOCALE_DIR": catalogues,
-            "XDG_DATA_DIRS": data + ":" + os.environ.get("XDG_DATA_DIRS", "/usr/local/share:/usr/share")}
+    return dict(session, SANECOPY_LOCALE_DIR=catalogues,
+                XDG_DATA_DIRS=data + ":" + os.environ.get("XDG_DATA_DIRS", "/usr/local/share:/usr/share"))
 
 
 class SessionBus:

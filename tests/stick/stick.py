@@ -683,6 +683,27 @@ def drop_caches(paths=None):
         f.write("3\n")
 
 
+def german_session(workdir):
+    """The environment of a German user's session: LANG and LC_ALL de_DE.UTF-8, LANGUAGE=de. gettext reads
+    LANGUAGE only in a locale other than C (and glibc 2.41 counts C.UTF-8 as C), so the locale must exist: the
+    system's, or one made now by localedef, from the sources of Debian's `locales` package, into a folder of the
+    caller's (LOCPATH). None when neither can be had."""
+    env = {"LANG": "de_DE.UTF-8", "LC_ALL": "de_DE.UTF-8", "LANGUAGE": "de"}
+    have = subprocess.run(["locale", "-a"], capture_output=True, text=True).stdout.split()
+    if any(name.lower().replace("-", "") == "de_de.utf8" for name in have):
+        return env
+    if not os.path.exists("/usr/share/i18n/locales/de_DE"):
+        return None
+    folder = tempfile.mkdtemp(prefix="locale-", dir=workdir)
+    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", os.path.join(folder, "de_DE.UTF-8")],
+                          capture_output=True, text=True)
+    # localedef warns (exit 1) about things a test does not care for; the compiled locale is what counts.
+    if not os.path.isfile(os.path.join(folder, "de_DE.UTF-8", "LC_MESSAGES", "SYS_LC_MESSAGES")):
+        print(f"localedef failed: {made.stderr.strip()}")
+        return None
+    return dict(env, LOCPATH=folder)
+
+
 def uncache(path):
     """Makes |path| cold in the page cache without touching anyone else's pages (no global drop_caches:
     other tests run in parallel)."""
