@@ -239,6 +239,12 @@ std::string fit_name(const std::string &name, int columns)
     return name.substr(0, starts[size_t(head)]) + "\u2026" + name.substr(starts[size_t(chars - tail)]);
 }
 
+std::string padded_name(const std::string &name, int width)
+{
+    std::string fitted = fit_name(name, width);
+    return fitted + std::string(std::size_t(std::max(0, width - columns(fitted))), ' ');
+}
+
 std::string stall_text(const ProgressSnapshot &s)
 {
     const std::string how_long = human_duration(s.stalled_seconds);

@@ -39,5 +39,7 @@ std::string stall_text(const ProgressSnapshot &s);
 // |name| in at most |columns| columns (one per character, which is what most names in a terminal take): the
 // head and tail with "…" between them when it is longer. Pure.
 std::string fit_name(const std::string &name, int columns);
+// fit_name's, padded with spaces to |columns| columns.
+std::string padded_name(const std::string &name, int columns);
 
 } // namespace sanecopy::cli

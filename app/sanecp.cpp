@@ -6,6 +6,7 @@
 #include "i18n.h"
 #include "job_queue.h"
 #include "manifest.h"
+#include "source_share.h"
 #include "sys.h"
 
 #include <CLI/CLI.hpp>
@@ -34,48 +35,47 @@ int terminal_width()
     return 80;
 }
 
-// Prints what the engine reports. Progress comes from the engine's ticker thread, events from the copying
-// thread: one mutex keeps their lines whole.
-class Printer : public JobObserver {
+// Prints what the engine reports, for one job or for several at once (--to, one a device): a row of progress
+// each, redrawn together. Progress comes from the engine's ticker thread, events from the copying threads: one
+// mutex keeps their lines whole.
+class Printer {
 public:
-    Printer(bool json, bool tty, bool move) : json_(json), tty_(tty), move_(move) {}
+    // |labels|: each destination, as its row and its messages name it; one (unnamed) for a single copy.
+    Printer(bool json, bool tty, bool move, std::vector<std::string> labels)
+        : json_(json), tty_(tty), move_(move), labels_(std::move(labels)), rows_(labels_.size()), last_(labels_.size())
+    {}
 
-    void on_progress(const ProgressSnapshot &s) override
+    void on_progress(std::size_t row, const ProgressSnapshot &s)
     {
         std::lock_guard lock(mutex_);
-        last_ = s;
+        last_[row] = s;
         if (quiet_bar_)
             return;
         if (json_) {
-            std::fputs((cli::json_progress(s) + "\n").c_str(), stdout);
-            std::fflush(stdout);
+            print_json(row, cli::json_progress(s));
         } else if (tty_) {
-            const std::string line = cli::progress_line(s, terminal_width() - 1);
-            std::fprintf(stdout, "\r%s\x1b[K", line.c_str());
-            std::fflush(stdout);
-            bar_shown_ = true;
+            rows_[row] = cli::progress_line(s, terminal_width() - 1 - label_columns());
+            draw();
         }
     }
 
-    void on_event(uint64_t, const JobEvent &e) override
+    void on_event(std::size_t row, const JobEvent &e)
     {
         std::lock_guard lock(mutex_);
         if (e.kind == JobEvent::Kind::Done)
             return;
-        if (json_) {
-            std::fputs((cli::json_event(e) + "\n").c_str(), stdout);
-            std::fflush(stdout);
-        }
+        if (json_)
+            print_json(row, cli::json_event(e));
         if (e.kind == JobEvent::Kind::FileDone && !e.message.empty()) {
             clear_bar();
-            std::fprintf(stderr, "sanecp: %s: %s\n", e.path.c_str(), e.message.c_str());
+            std::fprintf(stderr, "sanecp: %s%s: %s\n", prefix(row).c_str(), e.path.c_str(), e.message.c_str());
         }
         if (e.kind == JobEvent::Kind::Error || e.kind == JobEvent::Kind::Skipped) {
             clear_bar();
             const std::string line = e.kind == JobEvent::Kind::Skipped
                                          ? i18nc("%1 says which file and why", "skipped: %1", e.message)
                                          : e.message;
-            std::fprintf(stderr, "sanecp: %s\n", line.c_str());
+            std::fprintf(stderr, "sanecp: %s%s\n", prefix(row).c_str(), line.c_str());
         }
     }
 
@@ -87,34 +87,49 @@ public:
         quiet_bar_ = true;
     }
 
-    void finish(const JobSummary &summary)
+    void finish(std::size_t row, const JobSummary &summary)
     {
         std::lock_guard lock(mutex_);
+        clear_bar();
+        say_manifest(summary);
         if (json_) {
-            std::fputs((cli::json_done(summary, last_) + "\n").c_str(), stdout);
-            std::fflush(stdout);
+            print_json(row, cli::json_done(summary, last_[row]));
             return;
         }
-        clear_bar();
         if (move_ && !summary.complete() && !summary.cancelled)
             say(i18n("the sources of the files named above are still where they were; every file has a complete "
                      "copy on one side or the other."));
         if (summary.device_removed) {
             // Said on any output: a script's log is read after a pulled stick too.
-            say(i18n("the device was removed before the copy finished. Files reported done are complete on it; "
-                     "plug it in again and run the same command to copy the rest."));
+            say(prefix(row) + i18n("the device was removed before the copy finished. Files reported done are "
+                                   "complete on it; plug it in again and run the same command to copy the rest."));
             return;
         }
         if (!tty_)
             return;
         if (summary.cancelled)
-            std::printf("%s\n", i18n("Cancelled. Nothing half-written was left behind.").c_str());
+            std::printf("%s%s\n", prefix(row).c_str(),
+                        i18n("Cancelled. Nothing half-written was left behind.").c_str());
         else if (summary.files_copied > 0 || summary.ok())
-            print_done(summary);
+            print_done(row, summary);
     }
 
 private:
-    void print_done(const JobSummary &summary)
+    // "DEST: " before a row's messages, when there are several.
+    std::string prefix(std::size_t row) const { return labels_.size() > 1 ? labels_[row] + ": " : std::string(); }
+    int label_columns() const { return labels_.size() > 1 ? kLabelColumns + 1 : 0; }
+    static constexpr int kLabelColumns = 16;
+
+    void print_json(std::size_t row, std::string record) const
+    {
+        // Several jobs: each record says whose it is.
+        if (labels_.size() > 1 && record.size() > 1)
+            record.insert(1, "\"destination\":" + cli::json_string(labels_[row]) + ",");
+        std::fputs((record + "\n").c_str(), stdout);
+        std::fflush(stdout);
+    }
+
+    void print_done(std::size_t row, const JobSummary &summary)
     {
         const double rate = summary.seconds > 0 ? double(summary.bytes) / summary.seconds : 0;
         const std::string bytes = cli::human_bytes(double(summary.bytes));
@@ -129,28 +144,73 @@ private:
         else
             line = i18np("Done: %2 in %1 file, %3/s.", "Done: %2 in %1 files, %3/s.", files, bytes, speed);
         // A share has nothing to unplug: there "done" means the server has it on its disk.
-        const std::string where = last_.share          ? i18n("It is on the share.")
+        const std::string where = last_[row].share     ? i18n("It is on the share.")
                                   : summary.complete() ? i18n("It is on the device: safe to unplug.")
                                                        : i18n("It is on the device.");
-        std::printf("%s %s\n", line.c_str(), where.c_str());
+        std::printf("%s%s %s\n", prefix(row).c_str(), line.c_str(), where.c_str());
     }
 
     static void say(const std::string &text) { std::fprintf(stderr, "sanecp: %s\n", text.c_str()); }
 
+    static void say_manifest(const JobSummary &summary)
+    {
+        if (summary.manifest_path.empty())
+            return;
+        const auto [dir, name] = split_path(summary.manifest_path);
+        say(i18np("%1 checksum in %2 (check with: cd %3 && sha256sum -c %4)",
+                  "%1 checksums in %2 (check with: cd %3 && sha256sum -c %4)", summary.manifest_files,
+                  summary.manifest_path, dir, name));
+    }
+
+    // Every row, the cursor left at the start of the first so the next draw overwrites them.
+    void draw()
+    {
+        std::string out = "\r";
+        for (std::size_t i = 0; i < rows_.size(); ++i) {
+            if (labels_.size() > 1) // the stick's own name: the last part of where it is mounted
+                out += cli::padded_name(split_path(strip_trailing_slashes(labels_[i])).second, kLabelColumns) + " ";
+            out += rows_[i] + "\x1b[K";
+            if (i + 1 < rows_.size())
+                out += "\n";
+        }
+        if (rows_.size() > 1)
+            out += "\r\x1b[" + std::to_string(rows_.size() - 1) + "A";
+        std::fputs(out.c_str(), stdout);
+        std::fflush(stdout);
+        bar_shown_ = true;
+    }
+
+    // The rows wiped, the cursor where the first was: what is printed next takes their place.
     void clear_bar()
     {
-        if (bar_shown_) {
-            std::fputs("\r\x1b[K", stdout);
-            std::fflush(stdout);
-            bar_shown_ = false;
-        }
+        if (!bar_shown_)
+            return;
+        std::fputs("\r\x1b[J", stdout); // from the first row to the end of the screen
+        std::fflush(stdout);
+        bar_shown_ = false;
     }
 
     const bool json_, tty_, move_;
+    const std::vector<std::string> labels_;
     std::mutex mutex_;
-    ProgressSnapshot last_;
+    std::vector<std::string> rows_;
+    std::vector<ProgressSnapshot> last_;
     bool bar_shown_ = false;
     bool quiet_bar_ = false;
+};
+
+// One job's reports, to its row of the printer.
+class RowObserver : public JobObserver {
+public:
+    RowObserver(std::shared_ptr<Printer> printer, std::size_t row) : printer_(std::move(printer)), row_(row) {}
+    void on_progress(const ProgressSnapshot &s) override { printer_->on_progress(row_, s); }
+    void on_event(uint64_t, const JobEvent &e) override { printer_->on_event(row_, e); }
+    // Said as each job ends: the fast stick's "safe to unplug" comes when it is, not with the slowest's.
+    void on_finished(uint64_t, const JobSummary &summary) override { printer_->finish(row_, summary); }
+
+private:
+    const std::shared_ptr<Printer> printer_;
+    const std::size_t row_;
 };
 
 // sanecp --check MANIFEST: every file read back from its device and its SHA-256 compared.
@@ -214,6 +274,7 @@ public:
 // What the command line asked for.
 struct Options {
     std::vector<std::string> paths;
+    std::vector<std::string> to; // --to: several destinations at once; |paths| are then all sources
     std::string probe, manifest, check_path;
     bool json = false, overwrite = false, skip_existing = false, rename_existing = false;
     bool verify = false, rename_invalid = false, move = false, fit = false, resume = false;
@@ -223,7 +284,16 @@ struct Options {
 // What is copied and how names already taken are treated.
 void add_copy_options(CLI::App &app, Options &o)
 {
-    app.add_option("paths", o.paths, i18n("Files and folders to copy, then where to"))->expected(2, -1);
+    app.add_option("paths", o.paths, i18n("Files and folders to copy, then where to"))->expected(1, -1);
+    app.add_option("--to", o.to,
+                   i18n("Copy onto DEST as well, at once: give --to once for each device (a stick each, as for a "
+                        "class); then every other argument is a source. Each device is written at its own speed, "
+                        "and the source is read once while what the faster ones have read ahead fits in memory "
+                        "(a quarter of what is free, at most 1 GiB)"))
+        ->type_name("DEST")
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll); // one DEST each --to, every --to kept
     app.add_flag("--json", o.json, i18n("Print progress and events as NDJSON on stdout"));
     auto *ow = app.add_flag("--overwrite", o.overwrite,
                             i18n("Replace existing files (by rename, once the new file is on the device)"));
@@ -290,8 +360,6 @@ int probe_only(const Options &o)
 JobSpec spec_from(Options &o)
 {
     JobSpec spec;
-    spec.destination = o.paths.back();
-    o.paths.pop_back();
     spec.sources = std::move(o.paths);
     spec.verify = o.verify;
     spec.manifest = o.manifest_opt->count() > 0;
@@ -307,6 +375,29 @@ JobSpec spec_from(Options &o)
     return spec;
 }
 
+// One spec a destination: the last path, or each --to (then every path is a source).
+std::vector<JobSpec> specs_from(Options &o)
+{
+    std::vector<std::string> destinations = std::move(o.to);
+    if (destinations.empty()) {
+        destinations.push_back(o.paths.back());
+        o.paths.pop_back();
+    }
+    JobSpec spec = spec_from(o);
+    std::vector<JobSpec> specs;
+    // Several: one group, so the source is read once for all (source_share.h).
+    auto share = destinations.size() > 1
+                     ? std::make_shared<SourceShare>(unsigned(destinations.size()), SourceShare::default_budget())
+                     : nullptr;
+    for (std::size_t i = 0; i < destinations.size(); ++i) {
+        specs.push_back(spec);
+        specs.back().destination = destinations[i];
+        specs.back().source_share = share;
+        specs.back().share_member = unsigned(i);
+    }
+    return specs;
+}
+
 // The signal that stopped the job, once one did; shared with the detached signal thread, which may outlive
 // main's locals.
 using Interruption = std::shared_ptr<std::atomic<int>>;
@@ -315,21 +406,23 @@ using Interruption = std::shared_ptr<std::atomic<int>>;
 // SIGHUP (the session ending, not the user changing their mind) interrupt: what is on the device stays for a
 // rerun with --resume. The signals are taken by one thread with sigwait, so no engine thread is interrupted in a
 // system call; they were blocked in every thread before any was started (block_stop_signals).
-void watch_signals(sigset_t signals, const std::shared_ptr<Job> &job, const std::shared_ptr<Printer> &printer,
-                   const Interruption &interrupted_by)
+void watch_signals(sigset_t signals, const std::vector<std::shared_ptr<Job>> &jobs,
+                   const std::shared_ptr<Printer> &printer, const Interruption &interrupted_by)
 {
-    std::thread([signals, job, printer, interrupted_by]() mutable {
+    std::thread([signals, jobs, printer, interrupted_by]() mutable {
         int sig = 0;
         if (sigwait(&signals, &sig) == 0) {
             interrupted_by->store(sig);
             printer->stop_bar();
             if (sig == SIGINT) {
                 std::fprintf(stderr, "\nsanecp: %s\n", i18n("cancelling; removing partial files...").c_str());
-                job->cancel();
+                for (const auto &job : jobs)
+                    job->cancel();
             } else {
                 std::fprintf(stderr, "\nsanecp: %s\n",
                              i18n("stopping; rerun with --resume to finish the copy").c_str());
-                job->interrupt();
+                for (const auto &job : jobs)
+                    job->interrupt();
             }
         }
         // A second signal ends the process at once; a part file may then stay behind, never a half file
@@ -350,28 +443,31 @@ sigset_t block_stop_signals()
     return signals;
 }
 
-int run_copy(const JobSpec &spec, bool json)
+// The copies, one job a destination, each on its device's own lane of the queue (so at once on several
+// devices); the exit code is 0 only when every one is complete.
+int run_copies(const std::vector<JobSpec> &specs, bool json)
 {
     const sigset_t signals = block_stop_signals();
     raise_open_file_limit(); // batches of small files hold a descriptor each (engine/base/sys.h)
-    auto printer = std::make_shared<Printer>(json, ::isatty(STDOUT_FILENO), spec.move);
+    std::vector<std::string> labels;
+    for (const JobSpec &spec : specs)
+        labels.push_back(specs.size() > 1 ? spec.destination : std::string());
+    auto printer = std::make_shared<Printer>(json, ::isatty(STDOUT_FILENO), specs.front().move, labels);
     JobQueue queue;
-    auto job = queue.submit(spec, printer);
+    std::vector<std::shared_ptr<Job>> jobs;
+    for (std::size_t i = 0; i < specs.size(); ++i)
+        jobs.push_back(queue.submit(specs[i], std::make_shared<RowObserver>(printer, i)));
     auto interrupted_by = std::make_shared<std::atomic<int>>(0);
-    watch_signals(signals, job, printer, interrupted_by);
-    const JobSummary summary = job->wait();
-    if (!summary.manifest_path.empty()) {
-        const auto [dir, name] = split_path(summary.manifest_path);
-        std::fprintf(stderr, "sanecp: %s\n",
-                     i18np("%1 checksum in %2 (check with: cd %3 && sha256sum -c %4)",
-                           "%1 checksums in %2 (check with: cd %3 && sha256sum -c %4)", summary.manifest_files,
-                           summary.manifest_path, dir, name)
-                         .c_str());
+    watch_signals(signals, jobs, printer, interrupted_by);
+    bool complete = true, cancelled = false;
+    for (const auto &job : jobs) {
+        const JobSummary summary = job->wait(); // its lines were printed as it ended (RowObserver)
+        complete = complete && summary.complete();
+        cancelled = cancelled || summary.cancelled;
     }
-    printer->finish(summary);
-    if (summary.cancelled && interrupted_by->load() != 0)
+    if (cancelled && interrupted_by->load() != 0)
         return 128 + interrupted_by->load();
-    return summary.complete() ? 0 : 1;
+    return complete ? 0 : 1;
 }
 
 // An argument that reads as a network URL (smb://, sftp://: what Dolphin's network folders show) and names no local
@@ -390,6 +486,18 @@ bool names_a_network_url(const std::vector<std::string> &paths)
         }
     }
     return false;
+}
+
+// What is wrong with a copy's command line that CLI11 can't tell, or "".
+std::string usage_problem(const Options &o)
+{
+    if (o.paths.size() < (o.to.empty() ? 2U : 1U))
+        return i18n("give one or more sources, then the destination (see --help)");
+    if (o.to.size() > 1 && o.move)
+        return i18n("--move takes one destination: a file can be moved to one place only");
+    if (o.to.size() > 1 && !o.manifest.empty())
+        return i18n("--manifest=FILE takes one destination; with several --to, each gets its own SHA256SUMS");
+    return {};
 }
 
 } // namespace
@@ -439,12 +547,11 @@ int main(int argc, char **argv) // NOLINT(bugprone-exception-escape)
         }
         return check(o.check_path, o.json);
     }
-    if (o.paths.size() < 2) {
-        std::fprintf(stderr, "sanecp: %s\n",
-                     i18n("give one or more sources, then the destination (see --help)").c_str());
+    if (const std::string problem = usage_problem(o); !problem.empty()) {
+        std::fprintf(stderr, "sanecp: %s\n", problem.c_str());
         return 2;
     }
-    if (names_a_network_url(o.paths))
+    if (names_a_network_url(o.paths) || names_a_network_url(o.to))
         return 2;
-    return run_copy(spec_from(o), o.json);
+    return run_copies(specs_from(o), o.json);
 }

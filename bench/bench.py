@@ -771,6 +771,20 @@ def vm_bench(args):
     return 0
 
 
+def sticks_bench(args):
+    import sticks  # noqa: E402 (bench/sticks.py, beside this file)
+    if not args.sanecp:
+        sys.exit("--sticks needs --sanecp PATH")
+    stick.require_root_or_skip()
+    stick.install_signal_hooks()
+    text = sticks.run(os.path.abspath(args.sanecp), args.workdir, args.size_mib or 256, args.small or 300)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 0 if "✗" not in text else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sanecp", help="path to the sanecp binary")
@@ -792,6 +806,10 @@ def main():
     ap.add_argument("--latency", action=argparse.BooleanOptionalAction, default=None,
                     help="copy the big file once more per tool, with vm.dirty_bytes lowered, and measure the fsync "
                          "latency of a small writer on the system disk meanwhile (default: on, off with --quick)")
+    ap.add_argument("--sticks", action="store_true",
+                    help="instead of the passes above: one source onto three loop sticks at 10, 20 and 40 MB/s at "
+                         "once (sanecp --to), against each alone and three separate sanecp (bench/sticks.py); "
+                         "--size-mib (default 256) and --small (default 300) size the source")
     ap.add_argument("--vm", action="store_true",
                     help="instead of the loop-device stick: the kernel's vfat, exFAT and NTFS on an emulated USB stick "
                          "in the VM of packaging/dev.sh test-usb, each as the kernel mounts it by default and as "
@@ -799,6 +817,8 @@ def main():
     args = ap.parse_args()
     if args.vm:
         return vm_bench(args)
+    if args.sticks:
+        return sticks_bench(args)
     if args.latency is None:
         args.latency = not args.quick
     args.size_mib = args.size_mib or (256 if args.quick else 1500)

@@ -69,7 +69,7 @@ std::optional<MemInfo> parse_meminfo(std::string_view text)
     auto writeback = field_value(text, "Writeback");
     if (!dirty || !writeback)
         return std::nullopt;
-    return MemInfo {*dirty * kKiB, *writeback * kKiB};
+    return MemInfo {*dirty * kKiB, *writeback * kKiB, field_value(text, "MemAvailable").value_or(0) * kKiB};
 }
 
 std::optional<MemInfo> read_meminfo()

@@ -18,6 +18,7 @@ namespace sanecopy {
 struct MemInfo {
     uint64_t dirty_bytes = 0;     // "Dirty:"
     uint64_t writeback_bytes = 0; // "Writeback:" (not "WritebackTmp:")
+    uint64_t available_bytes = 0; // "MemAvailable:", 0 when the kernel does not say
 };
 
 // Parses the text of /proc/meminfo (values in kB). nullopt when Dirty or Writeback is missing.

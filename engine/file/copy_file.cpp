@@ -242,7 +242,8 @@ namespace {
 class ChunkedCopy {
 public:
     ChunkedCopy(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
-                ProgressCounters &counters, const std::string &path, FileCopyResult &result, uint64_t start)
+                ProgressCounters &counters, const std::string &path, FileCopyResult &result, uint64_t start,
+                SourceResidency residency)
         : src_(src),
           dst_(dst),
           size_(size),
@@ -251,7 +252,7 @@ public:
           counters_(counters),
           path_(path),
           result_(result),
-          source_(src, size, session.route.evict),
+          source_(src, size, std::move(residency)),
           windows_(dst, session.route.writeback, path),
           mover_(src, dst, session, path, start),
           off_(start)
@@ -412,7 +413,8 @@ private:
 } // namespace
 
 Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
-                      ProgressCounters &counters, const std::string &path, FileCopyResult &result, uint64_t start)
+                      ProgressCounters &counters, const std::string &path, FileCopyResult &result, uint64_t start,
+                      std::optional<SourceResidency> residency)
 {
     result = {};
     if (size == 0)
@@ -433,7 +435,9 @@ Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, con
     }
     if (!clone_error.ok())
         return clone_error;
-    return ChunkedCopy(src, dst, size, session, control, counters, path, result, start).run();
+    return ChunkedCopy(src, dst, size, session, control, counters, path, result, start,
+                       residency ? std::move(*residency) : source_residency(src, size, session.route.evict))
+        .run();
 }
 
 Status copy_small_file_data(int src, int dst, uint64_t size, CopySession &session, ProgressCounters &counters,

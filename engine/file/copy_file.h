@@ -107,10 +107,11 @@ struct FileCopyResult {
     uint64_t unwritten = 0; // of those, counted without being moved: a resumed prefix, holes
 };
 // With |start| > 0 the first |start| bytes are already in |dst| (a resumed part file): copying begins there, and
-// |result| and |counters| count them as copied, durable and unwritten.
+// |result| and |counters| count them as copied, durable and unwritten. |residency|: the source's, when the caller
+// took it (a group of jobs' file, source_share.h); else taken here.
 Status copy_file_data(int src, int dst, uint64_t size, CopySession &session, const JobControl &control,
                       ProgressCounters &counters, const std::string &display_path, FileCopyResult &result,
-                      uint64_t start = 0);
+                      uint64_t start = 0, std::optional<SourceResidency> residency = std::nullopt);
 
 // For small files, batched by the caller: moves all bytes and starts their writeback without waiting. Their
 // durability comes from the batch's one sync. |residency|: the source's, taken before it was read ahead.

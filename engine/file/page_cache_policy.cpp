@@ -70,7 +70,11 @@ SourceCache::SourceCache(int fd, uint64_t size, bool evict) : SourceCache(fd, si
 {}
 
 SourceCache::SourceCache(int fd, uint64_t size, SourceResidency residency)
-    : fd_(fd), size_(size), evict_(residency.evict), resident_(std::move(residency.resident))
+    : fd_(fd),
+      size_(size),
+      evict_(residency.evict),
+      resident_(std::move(residency.resident)),
+      shared_(std::move(residency.shared))
 {
     if (size_ == 0)
         return;
@@ -85,6 +89,10 @@ void SourceCache::release_until(uint64_t end)
 {
     if (!evict_ || end <= released_)
         return;
+    if (shared_ && !shared_->share->may_drop(*shared_->file, shared_->member, end - released_, false)) {
+        released_ = end; // kept for the group's slower jobs; the last of them drops it
+        return;
+    }
     // DONTNEED only drops folios that lie wholly inside the range, and readahead brings large folios (up to
     // 2 MiB), so a folio straddling the previous end was kept then: go back over it.
     drop_range(released_ > kLargestFolio ? released_ - kLargestFolio : 0, end);
@@ -94,6 +102,8 @@ void SourceCache::release_until(uint64_t end)
 void SourceCache::release_all()
 {
     if (!evict_)
+        return;
+    if (shared_ && !shared_->share->may_drop(*shared_->file, shared_->member, size_ - std::min(released_, size_), true))
         return;
     drop_range(0, size_);
     released_ = size_;

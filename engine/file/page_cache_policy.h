@@ -42,11 +42,13 @@
 
 #include "device_probe.h"
 #include "result.h"
+#include "source_share.h"
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +71,9 @@ void drop_read_pages(int fd, uint64_t off, uint64_t len);
 struct SourceResidency {
     bool evict = true;
     std::vector<unsigned char> resident;
+    // The file of a group of jobs that copy the same sources (source_share.h): its pages are dropped when the
+    // group says so.
+    std::optional<SharedSourceFile> shared;
 };
 SourceResidency source_residency(int fd, uint64_t size, bool evict);
 
@@ -91,6 +96,7 @@ private:
     bool evict_;
     uint64_t released_ = 0;
     std::vector<unsigned char> resident_; // one byte per page, from mincore; empty: nothing was cached
+    std::optional<SharedSourceFile> shared_;
 };
 
 class WritebackWindows {

@@ -21,6 +21,7 @@
 #include "manifest.h"
 #include "publish.h"
 #include "result.h"
+#include "source_share.h"
 
 #include <array>
 #include <cstdint>
@@ -81,6 +82,10 @@ struct JobSpec {
     // (background_closer.h): on this closer when set, which then may still be closing the job's files after it
     // ends (the KIO worker's, one job per file); otherwise on the job's own, waited for at its end.
     std::shared_ptr<BackgroundCloser> closer;
+    // One of several jobs that copy the same sources onto other devices at once (source_share.h): the source's
+    // pages are kept for the slower ones, and |share_member| is this job's number in the group.
+    std::shared_ptr<SourceShare> source_share;
+    unsigned share_member = 0;
 };
 
 struct JobEvent {

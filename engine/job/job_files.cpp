@@ -59,8 +59,11 @@ Status JobRunner::open_source(FileTask &task, UniqueFd &in, struct stat &st)
         return Status::source(errno, "open source", task.source);
     if (sys().fstat(in.get(), &st) < 0)
         return Status::source(errno, "stat source", task.source);
-    if (S_ISREG(st.st_mode))
+    if (S_ISREG(st.st_mode)) {
         sys().fcntl_setfl(in.get(), O_RDONLY);
+        if (spec_.source_share)
+            task.residency = residency_of(task.source, in.get(), uint64_t(st.st_size));
+    }
     return {};
 }
 
@@ -189,7 +192,8 @@ Status JobRunner::fill_part(const FileTask &task, int in, uint64_t size, PartFil
     session_.checkpoint = syncs() ? make_checkpoint(part, device_.data_sync) : std::function<Status()>();
     SourceHash hash;
     session_.hash = hashes() ? &hash : nullptr;
-    Status s = copy_file_data(in, part.fd(), size, session_, control_, counters_, part.display_path(), copied, start);
+    Status s = copy_file_data(in, part.fd(), size, session_, control_, counters_, part.display_path(), copied, start,
+                              task.residency);
     session_.checkpoint = nullptr;
     session_.hash = nullptr;
     if (s)

@@ -212,6 +212,9 @@ void JobQueue::run_lane(const std::string &key)
             };
             summary = run_copy_job(job->spec_, job->control_, job->counters_, sink);
         }
+        // Whatever ended it, the job needs no source page any more: the group's others stop keeping them for it.
+        if (job->spec_.source_share)
+            job->spec_.source_share->leave(job->spec_.share_member);
         // A last snapshot, so observers always see the final numbers.
         if (job->observer_) {
             job->observer_->on_progress(job->snapshot());

@@ -39,6 +39,8 @@ void JobRunner::report_error(Status s, const std::string &path)
         s = explain(std::move(s));
         device_removed_ = device_removed_ || s.device_removed();
     }
+    if (spec_.source_share)
+        spec_.source_share->done(spec_.share_member, path);
     JobEvent e;
     e.kind = JobEvent::Kind::Error;
     e.path = path;
@@ -64,6 +66,8 @@ void JobRunner::report_skip(const std::string &path, const std::string &why, Lef
     // A skip the conflict policy asked for is what the user wanted; anything else is a requested file not copied.
     if (reason != LeftOut::Exists)
         ++summary_.files_refused;
+    if (spec_.source_share)
+        spec_.source_share->done(spec_.share_member, path);
     JobEvent e;
     e.kind = JobEvent::Kind::Skipped;
     e.path = path;
@@ -77,6 +81,8 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
 {
     ++summary_.files_copied;
     summary_.bytes += bytes;
+    if (spec_.source_share)
+        spec_.source_share->done(spec_.share_member, source);
     counters_.files_done.fetch_add(1);
     JobEvent e;
     e.path = source;
@@ -110,6 +116,13 @@ void JobRunner::take_back(const AttemptBytes &bytes)
 std::string JobRunner::target_rel(const std::string &rel) const
 {
     return job_detail::target_rel(rel, spec_, device_.limits);
+}
+
+SourceResidency JobRunner::residency_of(const std::string &path, int fd, uint64_t size) const
+{
+    if (spec_.source_share)
+        return spec_.source_share->open(spec_.share_member, path, fd, size, session_.route.evict);
+    return source_residency(fd, size, session_.route.evict);
 }
 
 std::string JobRunner::already_there_note() const

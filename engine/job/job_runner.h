@@ -153,7 +153,9 @@ public:
 
     // Reads ahead of the current entry of |entries|: small regular files (at most |small_limit| bytes) opened
     // in |dirs| (a cache of the source's folders of its own, so the copy's stays on its path).
-    void fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, bool evict);
+    // |residency_of|: what of the file at |rel| (below the item's source) was cached, taken before it is read.
+    using ResidencyOf = std::function<SourceResidency(const std::string &rel, int fd, uint64_t size)>;
+    void fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, const ResidencyOf &residency_of);
     // The source of the walk's entry |index| when it was read ahead; those before it the copy passed over go.
     std::optional<Source> take(std::size_t index);
 
@@ -222,6 +224,8 @@ private:
     bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
     // The note of a file an interrupted copy left complete: "already on the device" (or "on the share").
     std::string already_there_note() const;
+    // What of the source at |path| was cached before this job (or its group: JobSpec::source_share) read it.
+    SourceResidency residency_of(const std::string &path, int fd, uint64_t size) const;
 
     // The job.
     void start(JobPlan &plan);

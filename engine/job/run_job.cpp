@@ -195,7 +195,11 @@ void JobRunner::walk_item(ItemWalk &walk)
             break;
         // Small files go into the batch only where it syncs (syncs()): only those are read ahead.
         if (syncs())
-            walk.prefetch.fill(walk.entries, walk.prefetch_dirs, spec_.small_file_limit, session_.route.evict);
+            walk.prefetch.fill(walk.entries, walk.prefetch_dirs, spec_.small_file_limit,
+                               [this, &walk](const std::string &rel, int fd, uint64_t size) {
+                                   return residency_of(join(strip_trailing_slashes(walk.plan.item.source), rel), fd,
+                                                       size);
+                               });
         const PlanEntry &entry = walk.entries.current();
         if (walk.failed_dir && below(entry.rel, *walk.failed_dir))
             continue;

@@ -9,7 +9,7 @@
 
 namespace sanecopy::job_detail {
 
-void SourcePrefetch::fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, bool evict)
+void SourcePrefetch::fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, const ResidencyOf &residency_of)
 {
     if (ahead_.size() >= kFiles || bytes_ >= kBytes)
         return;
@@ -36,7 +36,7 @@ void SourcePrefetch::fill(ItemEntries &entries, DirCache &dirs, uint64_t small_l
             continue;
         sys().fcntl_setfl(s.fd.get(), O_RDONLY);
         // What was cached before this read-ahead, or its pages would pass for someone else's and stay.
-        s.residency = source_residency(s.fd.get(), uint64_t(s.st.st_size), evict);
+        s.residency = residency_of(e.rel, s.fd.get(), uint64_t(s.st.st_size));
         sys().fadvise(s.fd.get(), 0, s.st.st_size, POSIX_FADV_WILLNEED);
         bytes_ += uint64_t(s.st.st_size);
         ahead_.push_back(std::move(s));

@@ -505,6 +505,75 @@ def case_lanes_two_sticks(work):
             check(filecmp.cmp(src, dst, shallow=False), f"{dst} differs from {src}")
 
 
+def device_read_bytes(majmin):
+    """Bytes the block device has completed reading (diskstats field 3)."""
+    return int(open(f"/sys/dev/block/{majmin}/stat").read().split()[2]) * 512
+
+
+def case_one_source_three_sticks(work):
+    """sanecp --to A --to B --to C: the same tree (a big file and small ones) onto three sticks of different speeds
+    at once. Each is complete and identical, durable when sanecp returns, the source's disk is read once (not
+    three times), and neither the source nor the copies stay in the page cache."""
+    with stick.Stick(size_mib=256, rate_bps=0) as src_disk, \
+            stick.Stick(size_mib=192, rate_bps=10_000_000) as a, \
+            stick.Stick(size_mib=192, rate_bps=20_000_000) as b, \
+            stick.Stick(size_mib=192, rate_bps=40_000_000) as c:
+        tree = os.path.join(src_disk.mnt, "tree")
+        os.makedirs(tree)
+        stick.make_file(os.path.join(tree, "big.bin"), 48 * MiB)
+        n, small = stick.make_small_tree(os.path.join(tree, "small"), n=300, lo=4096, hi=32768)
+        total = 48 * MiB + small
+        stick.syncfs(src_disk.mnt)
+        for f in stick.tree_files(tree):
+            stick.uncache(f)
+        before = device_read_bytes(src_disk.majmin)
+        sticks = (a, b, c)
+        args = [SANECP, "--json"] + [x for s in sticks for x in ("--to", s.mnt)] + [tree]
+        start = time.monotonic()
+        r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        secs = time.monotonic() - start
+        read = device_read_bytes(src_disk.majmin) - before
+        cached = stick.tree_residency(tree)  # before anything here reads the source
+        print(f"three sticks at 10, 20, 40 MB/s: {secs:.2f} s; source disk read {read / MiB:.1f} MiB for "
+              f"{total / MiB:.1f} MiB of files ({read / total:.2f}x)")
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}")
+        done = [json.loads(line) for line in r.stdout.splitlines() if '"type":"done"' in line]
+        check(sorted(d["destination"] for d in done) == sorted(s.mnt for s in sticks),
+              f"one done record a stick, each naming it: {done}")
+        check(all(d["ok"] and d["files_copied"] == n + 1 for d in done), f"done records {done}")
+        for s in sticks:
+            check(stick.durable_now(s.majmin) <= stick.STAT_SLACK, f"{s.mnt}: bytes still to write after exit")
+            for f in stick.tree_files(tree):
+                copy = os.path.join(s.mnt, "tree", os.path.relpath(f, tree))
+                check(filecmp.cmp(f, copy, shallow=False), f"{copy} differs from {f}")
+        # Read once: what three separate copies would read three times. Metadata and readahead past a small
+        # file's end are allowed for.
+        check(read <= 1.25 * total, f"the source disk was read {read / total:.2f} times over")
+        check(cached <= 0.02, f"{cached:.1%} of the source is left in the page cache")
+
+
+def case_one_source_one_stick_full(work):
+    """sanecp --to A --to B where B has no room for the tree: B's copy is refused (before its first byte) and says
+    so, A's is complete and identical, and nothing of the source stays cached for the job that ended."""
+    with stick.Stick(size_mib=192, rate_bps=20_000_000) as a, stick.Stick(size_mib=40, rate_bps=20_000_000) as b:
+        tree = os.path.join(work, "tree")
+        os.makedirs(tree)
+        stick.make_file(os.path.join(tree, "big.bin"), 24 * MiB)
+        stick.make_file(os.path.join(tree, "bigger.bin"), 24 * MiB)
+        for f in stick.tree_files(tree):
+            stick.uncache(f)
+        r = subprocess.run([SANECP, "--to", a.mnt, "--to", b.mnt, tree], capture_output=True, text=True, timeout=300)
+        print(r.stderr[-1500:])
+        cached = stick.tree_residency(tree)
+        check(r.returncode == 1, f"exit {r.returncode}, want 1: one destination failed")
+        check(f"{b.mnt}: " in r.stderr, f"the failure names its stick: {r.stderr!r}")
+        for f in stick.tree_files(tree):
+            copy = os.path.join(a.mnt, "tree", os.path.relpath(f, tree))
+            check(filecmp.cmp(f, copy, shallow=False), f"{copy} differs from {f}")
+        check(os.listdir(b.mnt) in ([], ["lost+found"]), f"{b.mnt} holds {os.listdir(b.mnt)}")
+        check(cached <= 0.02, f"{cached:.1%} of the source is left in the page cache")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
