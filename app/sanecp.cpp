@@ -450,11 +450,13 @@ int run_copies(const std::vector<JobSpec> &specs, bool json)
     const sigset_t signals = block_stop_signals();
     raise_open_file_limit(); // batches of small files hold a descriptor each (engine/base/sys.h)
     std::vector<std::string> labels;
+    labels.reserve(specs.size());
     for (const JobSpec &spec : specs)
         labels.push_back(specs.size() > 1 ? spec.destination : std::string());
     auto printer = std::make_shared<Printer>(json, ::isatty(STDOUT_FILENO), specs.front().move, labels);
     JobQueue queue;
     std::vector<std::shared_ptr<Job>> jobs;
+    jobs.reserve(specs.size());
     for (std::size_t i = 0; i < specs.size(); ++i)
         jobs.push_back(queue.submit(specs[i], std::make_shared<RowObserver>(printer, i)));
     auto interrupted_by = std::make_shared<std::atomic<int>>(0);

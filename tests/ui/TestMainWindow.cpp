@@ -19,6 +19,7 @@
 #include <QTimer>
 #include <QToolButton>
 #include "SourceDropArea.h"
+#include "WindowFixtures.h"
 #include "DurableProgressBar.h"
 #include "fault_syscalls.h"
 
@@ -202,6 +203,45 @@ private Q_SLOTS:
         QCOMPARE(jobRow->bar()->durable(), 1.0);
         QVERIFY(!jobRow->pauseButton()->isVisible());
         QVERIFY(!jobRow->cancelButton()->isVisible());
+    }
+
+    // Two sticks plugged in: "Every stick at once" copies the same files onto both, a row each; it is offered,
+    // never chosen for the user, and a move is refused (a file goes to one place).
+    void everyStickAtOnceCopiesOntoEach()
+    {
+        QTemporaryDir dir(QStringLiteral("/var/tmp/sanecopy-ui-XXXXXX"));
+        QDir(dir.path()).mkpath(QStringLiteral("a"));
+        QDir(dir.path()).mkpath(QStringLiteral("b"));
+        QVERIFY(writeFile(dir.filePath(QStringLiteral("talk.pdf")), QByteArray(2 << 20, 't')));
+        MainWindow w;
+        w.show();
+        w.destinationPicker()->setDevices({Test::stickAt(dir.filePath(QStringLiteral("a")), QStringLiteral("A")),
+                                           Test::stickAt(dir.filePath(QStringLiteral("b")), QStringLiteral("B"))});
+        QVERIFY(w.destinationPicker()->destinations().isEmpty()); // two sticks: nothing guessed
+        QComboBox *list = w.destinationPicker()->list();
+        const int every = list->findText(QStringLiteral("Every stick at once (2 sticks)"));
+        QVERIFY(every >= 0);
+        list->setCurrentIndex(every);
+        QCOMPARE(w.destinationPicker()->destinations(),
+                 QStringList({dir.filePath(QStringLiteral("a")), dir.filePath(QStringLiteral("b"))}));
+        w.sourceArea()->addSources({QFile::encodeName(dir.filePath(QStringLiteral("talk.pdf")))});
+        QVERIFY(w.copyButton()->isEnabled());
+        QSignalSpy queued(&w, &MainWindow::jobQueued);
+        w.moveBox()->setChecked(true);
+        w.copyButton()->click();
+        QVERIFY(w.hint()->text().contains(QStringLiteral("A move goes to one place")));
+        QCOMPARE(queued.count(), 0);
+        w.moveBox()->setChecked(false);
+        w.copyButton()->click();
+        QTRY_COMPARE_WITH_TIMEOUT(queued.count(), 2, 10000);
+        QCOMPARE(w.model()->rowCount(), 2);
+        for (int row = 0; row < 2; ++row)
+            QTRY_VERIFY_WITH_TIMEOUT(w.model()->index(row).data(JobModel::SafeToUnplugRole).toBool(), 20000);
+        for (const QString &stick : {QStringLiteral("a"), QStringLiteral("b")}) {
+            QFile copy(dir.filePath(stick + QStringLiteral("/talk.pdf")));
+            QVERIFY(copy.open(QIODevice::ReadOnly));
+            QCOMPARE(copy.readAll(), QByteArray(2 << 20, 't'));
+        }
     }
 
     void enterStartsTheCopyAndCtrlQQuits()

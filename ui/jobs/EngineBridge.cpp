@@ -157,6 +157,8 @@ static sanecopy::JobSpec specFor(const EngineBridge::Options &options)
     spec.manifest = options.manifest;
     spec.resume = options.resume;
     spec.fit_to_space = options.fitToSpace;
+    spec.source_share = options.share;
+    spec.share_member = options.shareMember;
     return spec;
 }
 

@@ -101,6 +101,10 @@ public:
         bool manifest = false;      // SHA256SUMS on the destination
         bool resume = false;        // finishing an interrupted copy (sanecopy::JobSpec::resume)
         bool fitToSpace = false;    // copy what fits when not everything does (sanecopy::JobSpec::fit_to_space)
+        // One of several copies of the same sources onto other sticks at once: the source is read once for all
+        // (sanecopy::JobSpec::source_share).
+        std::shared_ptr<sanecopy::SourceShare> share;
+        unsigned shareMember = 0;
     };
 
     explicit EngineBridge(QObject *parent = nullptr, double tickSeconds = 0.2);

@@ -16,8 +16,11 @@
 namespace SaneCopy {
 
 namespace {
-enum Kind { DeviceEntry, FolderEntry, UnmountedEntry };
-const QString kUnmounted = QStringLiteral("unmounted:"); // + block device: the item data of an unmounted stick
+enum Kind { DeviceEntry, FolderEntry, UnmountedEntry, EveryStickEntry };
+const QString kUnmounted = QStringLiteral("unmounted:");    // + block device: the item data of an unmounted stick
+const QString kEveryStick = QStringLiteral("every-stick:"); // the item data of "Every stick at once"
+
+bool isMountedStick(const Device &d) { return d.mounted() && !d.share; }
 } // namespace
 
 DestinationPicker::DestinationPicker(QWidget *parent, bool watch) : QWidget(parent)
@@ -70,7 +73,20 @@ QString DestinationPicker::destination() const
     if (combo_->currentIndex() < 0)
         return {};
     const int kind = combo_->currentData(Qt::UserRole + 1).toInt();
-    return kind == UnmountedEntry ? QString() : combo_->currentData().toString();
+    return kind == UnmountedEntry || kind == EveryStickEntry ? QString() : combo_->currentData().toString();
+}
+
+QStringList DestinationPicker::destinations() const
+{
+    if (combo_->currentIndex() >= 0 && combo_->currentData(Qt::UserRole + 1).toInt() == EveryStickEntry) {
+        QStringList all;
+        for (const Device &d : std::as_const(devices_))
+            if (isMountedStick(d))
+                all << d.mountPoint;
+        return all;
+    }
+    const QString one = destination();
+    return one.isEmpty() ? QStringList() : QStringList {one};
 }
 
 QString DestinationPicker::deviceToMount() const
@@ -116,6 +132,11 @@ void DestinationPicker::rebuild()
     for (const Device &d : std::as_const(devices_))
         addEntry(d.share ? QStringLiteral("folder-network") : QStringLiteral("drive-removable-media-usb"), d.describe(),
                  d.mounted() ? d.mountPoint : kUnmounted + d.blockDevice, d.mounted() ? DeviceEntry : UnmountedEntry);
+    // A class's worth of sticks: the same files onto each at once (sanecp --to, source_share.h). Never chosen on
+    // its own: a stick more or less is no sign the user wants them all.
+    if (const auto sticks = std::count_if(devices_.cbegin(), devices_.cend(), isMountedStick); sticks >= 2)
+        addEntry(QStringLiteral("drive-removable-media"), tr("Every stick at once (%n sticks)", nullptr, int(sticks)),
+                 kEveryStick, EveryStickEntry);
     if (!custom_.isEmpty() && combo_->findData(custom_) < 0)
         addEntry(QStringLiteral("folder"), custom_, custom_, FolderEntry);
     const QString home = QDir::homePath();

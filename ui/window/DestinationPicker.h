@@ -20,8 +20,12 @@ public:
     // |watch|: follow mounts and UDisks2 by itself (off in tests that set the devices).
     explicit DestinationPicker(QWidget *parent = nullptr, bool watch = true);
 
-    // The chosen folder; empty while the choice is a device that is not mounted yet (see deviceToMount()).
+    // The chosen folder; empty while the choice is a device that is not mounted yet (see deviceToMount()), or
+    // every stick at once (see destinations()).
     QString destination() const;
+    // Every folder a copy goes to: the chosen one, or each mounted stick for "Every stick at once" (offered when
+    // two or more are plugged in); empty while nothing that can take a copy is chosen.
+    QStringList destinations() const;
     // The block device of the chosen entry when it is a stick nobody mounted yet ("sdb1"), else empty.
     QString deviceToMount() const;
     // Chooses |folder| (a device's mount point or any folder); destinationChanged() when that is a change.

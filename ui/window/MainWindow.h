@@ -118,6 +118,7 @@ private:
     // What the end of a copy is notified as: sent by the window, or carried by Plasma's view of it.
     std::optional<NotificationText> endOfCopy(quint64 jobId, bool ok, bool cancelled, qint64 bytes) const;
     void queueCopy(const PendingCopy &copy, const PlanSummary &plan);
+    void dropFromGroup(const EngineBridge::Options &options);
     void onFinished(quint64 jobId, bool ok, bool cancelled, qint64 bytes);
     void settleUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present);
     void openUnfinished(const QList<JournalEntry> &entries, const QList<bool> &present);

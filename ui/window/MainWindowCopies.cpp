@@ -42,7 +42,7 @@ void MainWindow::applyCommandLine(const CommandLine &cmd)
 void MainWindow::updateHint()
 {
     const int n = int(sources_->sources().size());
-    copy_->setEnabled(n > 0 && !(destination_->destination().isEmpty() && destination_->deviceToMount().isEmpty()));
+    copy_->setEnabled(n > 0 && !(destination_->destinations().isEmpty() && destination_->deviceToMount().isEmpty()));
     if (n == 0)
         hint_->setText(tr("Drop files or folders above, or add them with the buttons."));
     else
@@ -53,24 +53,37 @@ void MainWindow::updateHint()
 void MainWindow::startCopy()
 {
     const PathList sources = sources_->sources();
-    const QByteArray destination = QFile::encodeName(destination_->destination());
+    const QStringList destinations = destination_->destinations();
     if (sources.isEmpty())
         return;
-    if (destination.isEmpty()) {
+    if (destinations.isEmpty()) {
         mountThenCopy(destination_->deviceToMount());
         return;
     }
-    const quint64 id = nextPlan_++;
-    PendingCopy copy;
-    copy.options.sources = sources;
-    copy.options.destination = destination;
-    copy.options.verify = verify_->isChecked();
-    copy.options.move = move_->isChecked();
-    copy.options.manifest = manifest_->isChecked();
-    planning_.insert(id, copy);
+    if (destinations.size() > 1 && move_->isChecked()) {
+        hint_->setText(tr("A move goes to one place: choose one stick, or untick Move to copy onto every stick."));
+        return;
+    }
+    // Every stick at once: a copy a stick, each planned and queued on its own, the source read once for all.
+    const auto share = destinations.size() > 1
+                           ? std::make_shared<sanecopy::SourceShare>(unsigned(destinations.size()),
+                                                                     sanecopy::SourceShare::default_budget())
+                           : nullptr;
+    for (int i = 0; i < destinations.size(); ++i) {
+        const quint64 id = nextPlan_++;
+        PendingCopy copy;
+        copy.options.sources = sources;
+        copy.options.destination = QFile::encodeName(destinations[i]);
+        copy.options.move = move_->isChecked();
+        copy.options.verify = verify_->isChecked();
+        copy.options.manifest = manifest_->isChecked();
+        copy.options.share = share;
+        copy.options.shareMember = unsigned(i);
+        planning_.insert(id, copy);
+        bridge_->planAsync(id, sources, copy.options.destination);
+    }
     copy_->setEnabled(false);
     hint_->setText(tr("Checking the destination…"));
-    bridge_->planAsync(id, sources, destination);
 }
 
 // A stick nobody mounted yet: UDisks2 mounts it where the desktop would, then the copy goes on.
@@ -126,15 +139,25 @@ void MainWindow::askAboutPlan(const PendingCopy &pending, const PlanSummary &pla
             queueCopy(copy, plan);
             break;
         case PlanDialog::Choice::Elsewhere:
+            dropFromGroup(copy.options);
             destination_->browseButton()->setFocus(Qt::OtherFocusReason);
             hint_->setText(tr("Choose another destination for the same files, then press Copy."));
             break;
         case PlanDialog::Choice::None:
+            dropFromGroup(copy.options);
             break;
         }
     });
     dialog->open();
     Q_EMIT problemsShown(dialog->problems());
+}
+
+// A copy of "every stick at once" that the user called off before it was queued: the others stop keeping the
+// source's pages for it.
+void MainWindow::dropFromGroup(const EngineBridge::Options &options)
+{
+    if (options.share)
+        options.share->leave(options.shareMember);
 }
 
 void MainWindow::queueCopy(const PendingCopy &copy, const PlanSummary &plan)
