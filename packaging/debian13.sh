@@ -59,6 +59,10 @@ packages=(
 # What the clean root gets beside the .deb: the client that drives the installed worker, man for its pages, and
 # lintian, the distribution's own checks of a package.
 deb_test_packages=(kde-cli-tools man-db lintian locales)
+# A real Plasma 6 session for tests/plasma/plasma_check.py: plasmashell (the desktop shell is plasma-desktop's),
+# Xvfb with Mesa's software OpenGL, and what photographs the screen.
+plasma_packages=(plasma-workspace plasma-desktop kded6 xvfb xauth dbus-x11 libgl1-mesa-dri imagemagick x11-utils
+    fonts-noto-core)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
 # filesystems' tools, what the scenarios run, and the servers and clients of the network shares (tests/vm/shares.py).
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
@@ -358,6 +362,21 @@ SH
     echo "$out"
 }
 
+# SaneCopy's window in a real Plasma 6 session (tests/plasma/plasma_check.py), from this build's .deb (made by
+# `test`): what Plasma's job view was told, and screenshots of its popup in OUTDIR. Not in CI: the root is about a
+# gigabyte, and the stand-ins on a private bus check the same calls there.
+plasma_check() {
+    local out=$1 r=$cache/plasma
+    ls "$cache"/deb/sanecopy_*.deb >/dev/null 2>&1 || die "no .deb yet: $0 test makes it"
+    root_with "$r" "$cache/plasma-apt.log" "Plasma 6 for the session check" "${plasma_packages[@]}"
+    enter "$r"
+    cp "$cache"/deb/sanecopy_*.deb "$r/tmp/"
+    in_root "$r" bash -c 'apt-get -q install -y --no-install-recommends --reinstall /tmp/sanecopy_*.deb' \
+        >"$cache/plasma-deb.log" 2>&1 || { tail -n 20 "$cache/plasma-deb.log" >&2; leave; die "the .deb did not install"; }
+    leave
+    python3 "$here/tests/plasma/plasma_check.py" "$r" "$out"
+}
+
 # The guest's root: base, the packages above, and this build's .deb (reinstalled every run), packed into an
 # ext4 image with room for the scenarios' sources.
 make_vm_image() {
@@ -412,6 +431,11 @@ usb)
     echo "== debian13: USB VM suite: $((SECONDS - start)) s"
     exit "$rc"
     ;;
+plasma)
+    [ $# -eq 1 ] || die "usage: $0 plasma OUTDIR"
+    prepare
+    plasma_check "$1"
+    ;;
 dolphin-screenshot)
     [ $# -eq 1 ] || die "usage: $0 dolphin-screenshot OUT.png"
     prepare
@@ -451,7 +475,7 @@ test)
     [ "$rc" -eq 0 ] && [ "$deb_rc" -eq 0 ] && [ "$lint_rc" -eq 0 ]
     ;;
 *)
-    echo "usage: $0 test [ctest options] | lint | usb [NAME,...] | flatpak | root | shell | dolphin-screenshot OUT.png" >&2
+    echo "usage: $0 test [ctest options] | lint | usb [NAME,...] | flatpak | root | shell | dolphin-screenshot OUT.png | plasma OUTDIR" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""SaneCopy's window in a real Plasma 6 session: plasmashell from Debian 13 under Xvfb with software OpenGL, in a
+root made by `packaging/debian13.sh plasma` (Plasma's packages and this build's .deb). Not part of CI: the root is
+a gigabyte more and the session takes a minute; the stand-ins on a private bus (tests/ui/TestPlasmaJobViews,
+TestNotifier) check the same calls in CI.
+
+plasma_check.py ROOT OUTDIR: copies 120 MiB onto a loop stick at 10 MB/s with `sanecopy --to`, and checks what
+Plasma was told: one job view, with the file as its source and the stick's file as its destination, ended once
+with no error; no notification of the window's own beside it (one notification a finished copy); the copy
+identical. The screenshots go to OUTDIR (plasma-job-running.png, plasma-job-done.png). Exit 0 pass, 1 fail."""
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stick"))
+import stick  # noqa: E402
+
+MiB = stick.MiB
+HERE = os.path.dirname(os.path.abspath(__file__))
+DISPLAY = ":7"
+
+
+def mount(src, dst, rbind=False):
+    os.makedirs(dst, exist_ok=True)
+    subprocess.run(["mount", "--rbind" if rbind else "--bind", src, dst], check=True)
+    if rbind:
+        subprocess.run(["mount", "--make-rslave", dst], check=True)
+    return dst
+
+
+def end_processes_in(root):
+    """Every process whose root is |root| (the session's, all started here), by pid."""
+    def root_of(pid):
+        try:
+            return os.readlink(f"/proc/{pid}/root")
+        except OSError:  # gone, or not ours to look at
+            return None
+
+    for sig in ("TERM", "KILL"):
+        pids = [p for p in os.listdir("/proc") if p.isdigit() and root_of(p) == root]
+        if not pids:
+            return
+        subprocess.run(["kill", f"-{sig}", *pids], capture_output=True)
+        subprocess.run(["sleep", "2"])
+
+
+SESSION = r"""
+set -u
+export HOME=/root XDG_RUNTIME_DIR=/run/user/0 DISPLAY={display} LANG=C.UTF-8
+export LIBGL_ALWAYS_SOFTWARE=1 QT_QPA_PLATFORM=xcb KDE_FULL_SESSION=true XDG_CURRENT_DESKTOP=KDE
+mkdir -p -m 700 $XDG_RUNTIME_DIR
+rm -rf /root/.config/sanecopy /root/.local/share/sanecopy /root/.local/state/sanecopy
+Xvfb {display} -screen 0 1280x800x24 -nolisten tcp +extension GLX >/mnt/out/xvfb.log 2>&1 &
+for _ in $(seq 50); do [ -e /tmp/.X11-unix/X{n} ] && break; sleep 0.2; done
+exec dbus-run-session -- bash -c '
+names() {{ dbus-send --session --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames | grep -o "\"org[^\"]*\""; }}
+plasmashell --no-respawn >/mnt/out/plasmashell.log 2>&1 &
+for _ in $(seq 120); do names | grep -q org.kde.plasmashell && break; sleep 0.5; done
+names | grep -q org.kde.plasmashell || {{ echo "plasmashell never came on the bus"; exit 3; }}
+sleep 8
+bash /mnt/plasma/in_session.sh'
+"""
+
+
+def run_session(root, outdir):
+    mounts = []
+    try:
+        for d in ("proc", "sys", "dev"):
+            mounts.append(mount(f"/{d}", os.path.join(root, d), rbind=True))
+        mounts.append(mount(outdir, os.path.join(root, "mnt/out")))
+        mounts.append(mount(HERE, os.path.join(root, "mnt/plasma")))
+        script = SESSION.format(display=DISPLAY, n=DISPLAY[1:])
+        # Into a file, not a pipe: the session's daemons would hold a pipe open after the script ends.
+        with open(os.path.join(outdir, "session.log"), "w") as log:
+            return subprocess.run(["chroot", root, "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "bash", "-c", script],
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=300).returncode
+    finally:
+        try:
+            end_processes_in(root)
+        finally:
+            unmount(root, mounts)
+
+
+def unmount(root, mounts):
+    """What run_session mounted, last first, and the X server's leftovers."""
+    for m in reversed(mounts):
+        if subprocess.run(["umount", "-R", m], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-R", "-l", m], capture_output=True)
+    for f in (f"tmp/.X{DISPLAY[1:]}-lock", f"tmp/.X11-unix/X{DISPLAY[1:]}"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(root, f))
+
+
+def calls(bus_log):
+    """(member, [string and number arguments]) of each call the monitor saw."""
+    out, current = [], None
+    for line in open(bus_log, errors="replace"):
+        m = re.search(r"member=(\w+)$", line.strip())
+        if line.startswith("method call") and m:
+            current = (m.group(1), [])
+            out.append(current)
+        elif current and re.match(r"\s+(string|uint32|uint64|int32)", line):
+            current[1].append(line.split(None, 1)[1].strip().strip('"'))
+    return out
+
+
+def main():
+    root, outdir = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
+    stick.require_root_or_skip()
+    stick.install_signal_hooks()
+    os.makedirs(outdir, exist_ok=True)
+    src = os.path.join(root, "tmp/src")
+    os.makedirs(src, exist_ok=True)
+    stick.make_file(os.path.join(src, "big.bin"), 120 * MiB)
+    stick.syncfs(src)  # on its disk: the window's chart of the system's dirty memory shows the copy's, not this
+    with stick.Stick(size_mib=256, rate_bps=10_000_000, mnt=os.path.join(root, "media/stick")):
+        rc = run_session(root, outdir)
+    print(open(os.path.join(outdir, "session.log"), errors="replace").read()[-3000:])
+    seen = calls(os.path.join(outdir, "bus.log"))
+    members = [m for m, _ in seen]
+    fields = {args[1]: args[2] for m, args in seen if m == "setDescriptionField" and len(args) >= 3}
+    ends = [args for m, args in seen if m == "terminate"]
+    checks = [
+        (rc == 0, f"the session ran, and the copy is identical (exit {rc})"),
+        (members.count("requestView") == 1, f"one job view asked for ({members.count('requestView')})"),
+        (fields.get("Source") == "/tmp/src/big.bin", f"its source is the file ({fields.get('Source')})"),
+        (fields.get("Destination") == "/media/stick/big.bin",
+         f"its destination is the file on the stick ({fields.get('Destination')})"),
+        (len(ends) == 1 and ends[0] == [""], f"it ended once, with no error ({ends})"),
+        (members.count("Notify") == 0, f"no notification of the window's own beside it ({members.count('Notify')})"),
+    ]
+    for ok, what in checks:
+        print(("ok    " if ok else "FAIL  ") + what)
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
