@@ -42,12 +42,21 @@ class Printer {
 public:
     // |labels|: each destination, as its row and its messages name it; one (unnamed) for a single copy.
     Printer(bool json, bool tty, bool move, std::vector<std::string> labels)
-        : json_(json), tty_(tty), move_(move), labels_(std::move(labels)), rows_(labels_.size()), last_(labels_.size())
+        : json_(json),
+          tty_(tty),
+          move_(move),
+          labels_(std::move(labels)),
+          rows_(labels_.size()),
+          last_(labels_.size()),
+          finished_(labels_.size())
     {}
 
     void on_progress(std::size_t row, const ProgressSnapshot &s)
     {
         std::lock_guard lock(mutex_);
+        // The ticker may send a job's last snapshot again after it ended: its row and its result line stand.
+        if (finished_[row])
+            return;
         last_[row] = s;
         if (quiet_bar_)
             return;
@@ -90,6 +99,7 @@ public:
     void finish(std::size_t row, const JobSummary &summary)
     {
         std::lock_guard lock(mutex_);
+        finished_[row] = true;
         clear_bar();
         say_manifest(summary);
         if (json_) {
@@ -195,6 +205,7 @@ private:
     std::mutex mutex_;
     std::vector<std::string> rows_;
     std::vector<ProgressSnapshot> last_;
+    std::vector<bool> finished_; // by row: its result was printed
     bool bar_shown_ = false;
     bool quiet_bar_ = false;
 };
@@ -285,11 +296,12 @@ struct Options {
 void add_copy_options(CLI::App &app, Options &o)
 {
     app.add_option("paths", o.paths, i18n("Files and folders to copy, then where to"))->expected(1, -1);
-    app.add_option("--to", o.to,
-                   i18n("Copy onto DEST as well, at once: give --to once for each device (a stick each, as for a "
-                        "class); then every other argument is a source. Each device is written at its own speed, "
-                        "and the source is read once while what the faster ones have read ahead fits in memory "
-                        "(a quarter of what is free, at most 1 GiB)"))
+    app.add_option(
+           "--to", o.to,
+           i18n("Copy onto DEST, and onto every other --to at once: give --to once for each device (a stick "
+                "each, as for a class); then every argument is a source. Each device is written at its own speed, "
+                "and the source is read once while what the faster ones have read ahead fits in memory "
+                "(a quarter of what is free, at most 1 GiB)"))
         ->type_name("DEST")
         ->expected(1)
         ->allow_extra_args(false)

@@ -53,8 +53,9 @@ packages=(
     clang-tidy clazy clang-format python3-venv
     # The man pages, made from each program's --help, and man to render them in their test.
     help2man man-db
-    # The German locale's sources, for the tests that run as a German user (stick.german_session).
-    locales
+    # The German locale's sources, for the tests that run as a German user (stick.german_session); lintian for
+    # packaging/deb_lintian, as on Debian 12.
+    locales lintian
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker, man for its pages, and
 # lintian, the distribution's own checks of a package.

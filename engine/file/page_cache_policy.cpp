@@ -89,7 +89,7 @@ void SourceCache::release_until(uint64_t end)
 {
     if (!evict_ || end <= released_)
         return;
-    if (shared_ && !shared_->share->may_drop(*shared_->file, shared_->member, end - released_, false)) {
+    if (shared_ && !shared_->share->may_drop(*shared_->file, shared_->member, end, false)) {
         released_ = end; // kept for the group's slower jobs; the last of them drops it
         return;
     }
@@ -103,7 +103,7 @@ void SourceCache::release_all()
 {
     if (!evict_)
         return;
-    if (shared_ && !shared_->share->may_drop(*shared_->file, shared_->member, size_ - std::min(released_, size_), true))
+    if (shared_ && !shared_->share->may_drop(*shared_->file, shared_->member, size_, true))
         return;
     drop_range(0, size_);
     released_ = size_;

@@ -23,24 +23,23 @@ uint64_t SourceShare::default_budget()
 
 SourceResidency SourceShare::open(unsigned member, const std::string &path, int fd, uint64_t size, bool evict)
 {
-    std::shared_ptr<File> file;
+    bool taken = false;
     {
         std::lock_guard lock(mutex_);
         if (auto it = files_.find(path); it != files_.end())
-            file = it->second;
+            taken = it->second->residency_taken;
     }
-    if (!file) {
-        // The first job to open it: what is cached now is someone else's. Taken outside the lock (mincore on a
-        // big file takes a while); a second job opening the same file meanwhile takes the first one's.
-        SourceResidency own = source_residency(fd, size, evict);
-        auto made = std::make_shared<File>();
-        made->resident = std::move(own.resident);
-        made->evict = own.evict;
-        made->done.assign(members_, false);
-        std::lock_guard lock(mutex_);
-        for (unsigned m = 0; m < members_; ++m)
-            made->done[m] = left_[m];
-        file = files_.try_emplace(path, std::move(made)).first->second;
+    // The first job to open it: what is cached now is someone else's. Taken outside the lock (mincore on a big
+    // file takes a while); a second job opening the same file meanwhile keeps the first one's.
+    std::optional<SourceResidency> own;
+    if (!taken)
+        own = source_residency(fd, size, evict);
+    std::lock_guard lock(mutex_);
+    const std::shared_ptr<File> &file = entry(path);
+    if (!file->residency_taken && own) {
+        file->resident = std::move(own->resident);
+        file->evict = own->evict;
+        file->residency_taken = true;
     }
     SourceResidency r;
     r.evict = file->evict;
@@ -49,7 +48,18 @@ SourceResidency SourceShare::open(unsigned member, const std::string &path, int 
     return r;
 }
 
-bool SourceShare::may_drop(File &file, unsigned member, uint64_t bytes, bool whole)
+// Under the lock: |path|'s entry, made (waiting for every job still in the group) when it has none.
+const std::shared_ptr<SourceShare::File> &SourceShare::entry(const std::string &path)
+{
+    auto [it, made] = files_.try_emplace(path);
+    if (made) {
+        it->second = std::make_shared<File>();
+        it->second->done = left_;
+    }
+    return it->second;
+}
+
+bool SourceShare::may_drop(File &file, unsigned member, uint64_t end, bool whole)
 {
     std::lock_guard lock(mutex_);
     bool others_done = true;
@@ -59,10 +69,12 @@ bool SourceShare::may_drop(File &file, unsigned member, uint64_t bytes, bool who
         file.dropped = file.dropped || whole;
         return true;
     }
-    if (kept_ + bytes > budget_)
+    // Pages already kept (by a faster job, up to |kept|) cost nothing more; only what lies beyond them does.
+    const uint64_t more = end > file.kept ? end - file.kept : 0;
+    if (kept_ + more > budget_)
         return true;
-    kept_ += bytes;
-    file.kept += bytes;
+    kept_ += more;
+    file.kept += more;
     return false;
 }
 
@@ -71,9 +83,11 @@ void SourceShare::done(unsigned member, const std::string &path)
     std::shared_ptr<File> settled;
     {
         std::lock_guard lock(mutex_);
-        const auto it = files_.find(path);
-        if (it == files_.end() || member >= members_)
+        if (member >= members_)
             return;
+        // Done before anyone opened it (skipped, refused, there already): the others need not wait for this job.
+        entry(path);
+        const auto it = files_.find(path);
         it->second->done[member] = true;
         if (!std::all_of(it->second->done.begin(), it->second->done.end(), [](bool d) { return d; }))
             return;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,12 +48,13 @@ public:
 
     // One file as the group sees it (SourceCache's side).
     struct File;
-    // Whether |member| may drop |bytes| more of |file| behind itself now: when every other job is done with it,
-    // or when keeping them would pass the budget. Otherwise they are counted as kept, for the others. |whole|:
-    // the drop of the whole file at the end of the job's copy of it.
-    bool may_drop(File &file, unsigned member, uint64_t bytes, bool whole);
+    // Whether |member| may drop its pages of |file| up to |end| behind itself now: when every other job is done
+    // with it, or when keeping them would pass the budget. Otherwise they are counted as kept, for the others
+    // (once, however many jobs keep them). |whole|: the drop of the whole file at the end of the job's copy of it.
+    bool may_drop(File &file, unsigned member, uint64_t end, bool whole);
 
 private:
+    const std::shared_ptr<File> &entry(const std::string &path);
     void settle(const std::string &path, File &file);
 
     const unsigned members_;
@@ -66,9 +68,10 @@ private:
 struct SourceShare::File {
     std::vector<unsigned char> resident; // the group's residency (SourceResidency::resident)
     bool evict = true;
-    std::vector<bool> done; // by member
-    uint64_t kept = 0;      // bytes kept for others
-    bool dropped = false;   // the last job's own copy dropped them
+    bool residency_taken = false; // by the first job to open it (a job done before opening it takes none)
+    std::vector<bool> done;       // by member
+    uint64_t kept = 0;            // its first |kept| bytes are kept for others (counted once in the budget)
+    bool dropped = false;         // the last job's own copy dropped them
 };
 
 // What a SourceCache of a group's job needs: the group, the file, and which job it is.

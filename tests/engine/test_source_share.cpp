@@ -84,6 +84,34 @@ TEST_CASE("one source onto two devices: when the slower job ends early, what was
     CHECK(share->kept_bytes() == 0);
 }
 
+// regression: a job that skipped a file before anyone opened it was forgotten, and the others kept its pages
+TEST_CASE("one source onto two devices: a job done with a file before anyone opened it is not waited for")
+{
+    TempDir t;
+    const std::string path = cold_file(t);
+    auto share = std::make_shared<SourceShare>(2, 64 * MiB);
+    share->done(1, path); // skipped on its stick (there already, a name it refuses)
+    pass(*share, 0, path);
+    CHECK(residency(path) < 0.05);
+    CHECK(share->kept_bytes() == 0);
+}
+
+// regression: each job but the last counted the same kept pages again, using the budget up N-1 times over
+TEST_CASE("one source onto three devices: pages kept for the others count once in the budget")
+{
+    TempDir t;
+    const std::string path = cold_file(t);
+    auto share = std::make_shared<SourceShare>(3, kSize + MiB);
+    pass(*share, 0, path);
+    CHECK(share->kept_bytes() == kSize);
+    pass(*share, 1, path);
+    CHECK(share->kept_bytes() == kSize); // the same pages, still for the third
+    CHECK(residency(path) > 0.9);
+    pass(*share, 2, path);
+    CHECK(residency(path) < 0.05);
+    CHECK(share->kept_bytes() == 0);
+}
+
 TEST_CASE("one source onto two devices: pages cached before the copy are someone else's and stay")
 {
     TempDir t;

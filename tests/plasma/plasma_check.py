@@ -24,12 +24,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DISPLAY = ":7"
 
 
-def mount(src, dst, rbind=False):
+def mount(src, dst, mounts, rbind=False):
+    """|src| on |dst|, recorded in |mounts| as soon as it is mounted, so it is undone whatever fails next."""
     os.makedirs(dst, exist_ok=True)
     subprocess.run(["mount", "--rbind" if rbind else "--bind", src, dst], check=True)
+    mounts.append(dst)
     if rbind:
         subprocess.run(["mount", "--make-rslave", dst], check=True)
-    return dst
 
 
 def end_processes_in(root):
@@ -70,9 +71,9 @@ def run_session(root, outdir):
     mounts = []
     try:
         for d in ("proc", "sys", "dev"):
-            mounts.append(mount(f"/{d}", os.path.join(root, d), rbind=True))
-        mounts.append(mount(outdir, os.path.join(root, "mnt/out")))
-        mounts.append(mount(HERE, os.path.join(root, "mnt/plasma")))
+            mount(f"/{d}", os.path.join(root, d), mounts, rbind=True)
+        mount(outdir, os.path.join(root, "mnt/out"), mounts)
+        mount(HERE, os.path.join(root, "mnt/plasma"), mounts)
         script = SESSION.format(display=DISPLAY, n=DISPLAY[1:])
         # Into a file, not a pipe: the session's daemons would hold a pipe open after the script ends.
         with open(os.path.join(outdir, "session.log"), "w") as log:
