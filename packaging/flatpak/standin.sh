@@ -26,12 +26,12 @@ fp_platform_packages=(
     qt6-wayland libxcb-cursor0 libblkid1 libnettle8t64 fontconfig fonts-dejavu-core breeze-icon-theme
     hicolor-icon-theme shared-mime-info
 )
-# The Sdk: the Platform plus what the manifest's modules run (make, cmake + ninja, g++, pkg-config, the headers)
-# and what flatpak-builder runs inside it (appstreamcli compose, which reads the SVG icon through librsvg's
-# gdk-pixbuf loader; eu-strip; ccache).
+# The Sdk: the Platform plus what the manifest's modules run (make, cmake + ninja, g++, pkg-config, the headers,
+# Qt's and gettext's translation tools, as KDE's Sdk has them) and what flatpak-builder runs inside it
+# (appstreamcli compose, which reads the SVG icon through librsvg's gdk-pixbuf loader; eu-strip; ccache).
 fp_sdk_packages=(
     "${fp_platform_packages[@]}"
-    g++ make cmake ninja-build pkg-config qt6-base-dev qt6-l10n-tools libblkid-dev nettle-dev
+    g++ make cmake ninja-build pkg-config qt6-base-dev qt6-l10n-tools gettext libblkid-dev nettle-dev
     appstream appstream-compose librsvg2-common elfutils binutils ccache desktop-file-utils
 )
 fp_user=sanecopy-tester
