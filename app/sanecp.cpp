@@ -398,9 +398,7 @@ std::vector<JobSpec> specs_from(Options &o)
     JobSpec spec = spec_from(o);
     std::vector<JobSpec> specs;
     // Several: one group, so the source is read once for all (source_share.h).
-    auto share = destinations.size() > 1
-                     ? std::make_shared<SourceShare>(unsigned(destinations.size()), SourceShare::default_budget())
-                     : nullptr;
+    const auto share = SourceShare::for_jobs(destinations.size());
     for (std::size_t i = 0; i < destinations.size(); ++i) {
         specs.push_back(spec);
         specs.back().destination = destinations[i];

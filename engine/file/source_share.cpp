@@ -12,6 +12,13 @@
 
 namespace sanecopy {
 
+namespace {
+bool everyone_done(const SourceShare::File &file)
+{
+    return std::all_of(file.done.begin(), file.done.end(), [](bool d) { return d; });
+}
+} // namespace
+
 SourceShare::SourceShare(unsigned members, uint64_t budget) : members_(members), budget_(budget), left_(members) {}
 
 uint64_t SourceShare::default_budget()
@@ -19,6 +26,11 @@ uint64_t SourceShare::default_budget()
     constexpr uint64_t kFloor = 64 * kMiB, kCeiling = 1024 * kMiB;
     const std::optional<MemInfo> memory = read_meminfo();
     return std::clamp(memory ? memory->available_bytes / 4 : kFloor, kFloor, kCeiling);
+}
+
+std::shared_ptr<SourceShare> SourceShare::for_jobs(std::size_t jobs)
+{
+    return jobs > 1 ? std::make_shared<SourceShare>(unsigned(jobs), default_budget()) : nullptr;
 }
 
 SourceResidency SourceShare::open(unsigned member, const std::string &path, int fd, uint64_t size, bool evict)
@@ -86,14 +98,13 @@ void SourceShare::done(unsigned member, const std::string &path)
         if (member >= members_)
             return;
         // Done before anyone opened it (skipped, refused, there already): the others need not wait for this job.
-        entry(path);
-        const auto it = files_.find(path);
-        it->second->done[member] = true;
-        if (!std::all_of(it->second->done.begin(), it->second->done.end(), [](bool d) { return d; }))
+        const std::shared_ptr<File> &file = entry(path);
+        file->done[member] = true;
+        if (!everyone_done(*file))
             return;
-        settled = it->second;
+        settled = file;
         kept_ -= settled->kept;
-        files_.erase(it);
+        files_.erase(path);
     }
     settle(path, *settled);
 }
@@ -108,7 +119,7 @@ void SourceShare::leave(unsigned member)
         left_[member] = true;
         for (auto it = files_.begin(); it != files_.end();) {
             it->second->done[member] = true;
-            if (std::all_of(it->second->done.begin(), it->second->done.end(), [](bool d) { return d; })) {
+            if (everyone_done(*it->second)) {
                 kept_ -= it->second->kept;
                 settled.emplace_back(it->first, it->second);
                 it = files_.erase(it);

@@ -17,6 +17,7 @@
 // its device pulled): from then on it needs nothing, and no file waits for it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,8 @@ public:
     SourceShare(unsigned members, uint64_t budget);
     // A quarter of the memory available now, at most 1 GiB, at least 64 MiB.
     static uint64_t default_budget();
+    // The group of |jobs| copies of the same sources with the default budget; none for a single copy.
+    static std::shared_ptr<SourceShare> for_jobs(std::size_t jobs);
 
     // The residency of |path|, opened as |fd| by |member| before its first read: the group's, taken now when
     // |member| is the first to open it. The SourceCache made with it asks this group before dropping.

@@ -65,10 +65,7 @@ void MainWindow::startCopy()
         return;
     }
     // Every stick at once: a copy a stick, each planned and queued on its own, the source read once for all.
-    const auto share = destinations.size() > 1
-                           ? std::make_shared<sanecopy::SourceShare>(unsigned(destinations.size()),
-                                                                     sanecopy::SourceShare::default_budget())
-                           : nullptr;
+    const auto share = sanecopy::SourceShare::for_jobs(std::size_t(destinations.size()));
     for (int i = 0; i < destinations.size(); ++i) {
         const quint64 id = nextPlan_++;
         PendingCopy copy;
