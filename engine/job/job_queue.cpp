@@ -62,7 +62,8 @@ ProgressSnapshot Job::snapshot() const
     double still;
     {
         std::lock_guard lock(stall_mutex_);
-        still = stall_.observe(s.state, {s.written_bytes, s.durable_bytes, s.files_done, control_.beats()}, now);
+        still = stall_.observe(
+            s.state, copy_motion(s.share, s.written_bytes, s.durable_bytes, s.files_done, control_.beats()), now);
     }
     // What is in flight takes its time at the measured rate (a group of small files synced at once, the last
     // syncfs): only three times that without a move is a stall, within [kStallNotice, kStallNoticeMost].

@@ -244,6 +244,20 @@ TEST_CASE("stall watch: counts the time nothing moved, only while running and on
     CHECK(w.observe(JobState::Done, more, 90) == 0);
 }
 
+TEST_CASE("stall watch: onto a share a byte handed over is not motion, a byte the server confirmed is")
+{
+    StallWatch w;
+    CHECK(w.observe(JobState::Running, copy_motion(true, 4 * MiB, 1 * MiB, 0, 0), 0) == 0);
+    // The client's cache goes on taking bytes from a copy whose link is dead.
+    CHECK(w.observe(JobState::Running, copy_motion(true, 9 * MiB, 1 * MiB, 0, 0), 4) == Approx(4));
+    CHECK(w.observe(JobState::Running, copy_motion(true, 9 * MiB, 2 * MiB, 0, 0), 5) == 0);
+    CHECK(w.observe(JobState::Running, copy_motion(true, 9 * MiB, 2 * MiB, 1, 0), 6) == 0);
+    // A stick's writes wait for the device, so a byte handed over is motion there.
+    StallWatch stick;
+    CHECK(stick.observe(JobState::Running, copy_motion(false, 4 * MiB, 1 * MiB, 0, 0), 0) == 0);
+    CHECK(stick.observe(JobState::Running, copy_motion(false, 9 * MiB, 1 * MiB, 0, 0), 4) == 0);
+}
+
 namespace {
 // Data calls wait while |held| is set: a device (a share's link) that stops taking anything.
 struct Stalling : FaultSyscalls {
