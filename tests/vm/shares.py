@@ -164,6 +164,53 @@ class DirtySampler(g.Sampler):
             time.sleep(0.02)
 
 
+class LinkTimeline(g.Sampler):
+    """What the client's end of the link sent while a tool ran, every 20 ms: where a big file's time went. Startup
+    is the time to the first 64 KiB sent, the tail the time from the last bytes sent to the tool's exit, and idle
+    the 20 ms slots in between that carried less than a fifth of the link's rate (a sync waiting out a round trip
+    with nothing else in flight)."""
+
+    SLOT = 0.02
+
+    def __init__(self):
+        super().__init__()
+        self.samples = []
+
+    @staticmethod
+    def sent():
+        with open("/sys/class/net/veth-c/statistics/tx_bytes") as f:
+            return int(f.read())
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self.sent()))
+            time.sleep(self.SLOT)
+
+    def summary(self, t0, t_end):
+        if len(self.samples) < 2:
+            return "no samples"
+        base = self.samples[0][1]
+        moving = [(t, b - base) for t, b in self.samples if b - base >= 64 * 1024]
+        if not moving:
+            return "nothing sent"
+        total = self.samples[-1][1] - base
+        last = next(t for t, b in self.samples if b - base >= total - 64 * 1024)
+        first = moving[0][0]
+        stretches = []  # [start, end] of idle slots next to each other
+        for (ta, ba), (tb, bb) in zip(self.samples, self.samples[1:]):
+            if first <= ta and tb <= last and (bb - ba) < 0.2 * LINK_BYTES_PER_SEC * (tb - ta):
+                if stretches and stretches[-1][1] >= ta - 1e-6:
+                    stretches[-1][1] = tb
+                else:
+                    stretches.append([ta, tb])
+        idle = sum(b - a for a, b in stretches)
+        longest = sorted(stretches, key=lambda s: s[0] - s[1])[:8]
+        where = ", ".join(f"{a - t0:.1f}+{b - a:.2f}" for a, b in sorted(longest))
+        return (f"startup {first - t0:.2f} s, sending {last - first:.2f} s ({idle:.2f} s of it idle in "
+                f"{len(stretches)} stretches; the longest at {where}), tail {t_end - last:.2f} s, "
+                f"{total / MiB:.1f} MiB on the wire")
+
+
 def clear(name):
     """Empties the share on the server's side: through the client each removal is a round trip or more (2000 files
     took over a minute on cifs). The callers drop the client's caches next, so it looks again."""
@@ -178,10 +225,12 @@ def timed(name, cmd):
     clear(name)
     g.drop_caches()
     t0 = time.monotonic()
-    with DirtySampler() as s:
+    with DirtySampler() as s, LinkTimeline() as line:
         g.run(cmd)
         g.run(["sync", "-f", share(name)])
-    return time.monotonic() - t0, s.peak
+    secs = time.monotonic() - t0
+    g.diag(f"{name}: {os.path.basename(cmd[0])}: {line.summary(t0, t0 + secs)}")
+    return secs, s.peak
 
 
 def sanecp(name, src, on_record=None):
@@ -198,9 +247,10 @@ def sanecp(name, src, on_record=None):
             on_record(rec, at)
 
     t0 = time.monotonic()
-    with DirtySampler() as s:
+    with DirtySampler() as s, LinkTimeline() as line:
         rc, records, err = g.json_run(["sanecp", "--json", src, share(name) + "/"], check)
         seconds = time.monotonic() - t0
+    g.diag(f"{name}: sanecp: {line.summary(t0, t0 + seconds)}")
     if not any(r.get("type") == "progress" for r in records):
         lead["worst"] = 1 << 62  # no record: nothing was shown to be honest
     return rc, seconds, s.peak, lead["worst"], records, err
