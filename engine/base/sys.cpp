@@ -85,6 +85,7 @@ void *Syscalls::raw_mmap(size_t len, int prot, int flags, int fd, off_t off)
 }
 int Syscalls::raw_munmap(void *addr, size_t len) { return ::munmap(addr, len); }
 int Syscalls::raw_mincore(void *addr, size_t len, unsigned char *vec) { return ::mincore(addr, len, vec); }
+int Syscalls::raw_msync(void *addr, size_t len, int flags) { return ::msync(addr, len, flags); }
 int Syscalls::raw_renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags)
 {
     return ::renameat2(olddir, oldpath, newdir, newpath, flags);

@@ -113,6 +113,10 @@ public:
     void *mmap(size_t len, int prot, int flags, int fd, off_t off) { return raw_mmap(len, prot, flags, fd, off); }
     int munmap(void *addr, size_t len) { return raw_munmap(addr, len); }
     int mincore(void *addr, size_t len, unsigned char *vec) { return raw_mincore(addr, len, vec); }
+    int msync(void *addr, size_t len, int flags)
+    {
+        return retry_eintr([&] { return raw_msync(addr, len, flags); });
+    }
     int renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags)
     {
         return retry_eintr([&] { return raw_renameat2(olddir, oldpath, newdir, newpath, flags); });
@@ -188,6 +192,7 @@ protected:
     virtual void *raw_mmap(size_t len, int prot, int flags, int fd, off_t off);
     virtual int raw_munmap(void *addr, size_t len);
     virtual int raw_mincore(void *addr, size_t len, unsigned char *vec);
+    virtual int raw_msync(void *addr, size_t len, int flags);
     virtual int raw_renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags);
     virtual int raw_linkat(int olddir, const char *oldpath, int newdir, const char *newpath, int flags);
     virtual int raw_unlinkat(int dirfd, const char *path, int flags);

@@ -37,6 +37,19 @@ struct ChunkLimits {
 // Device time per chunk onto a network share, where every sync costs round trips (engine/job/run_job.cpp).
 inline constexpr double kShareChunkSeconds = 0.5;
 
+// Onto a FUSE share (sshfs) each sync holds the file's lock until every write before it is answered, so the link
+// runs dry once per sync: there a chunk is two seconds of link time, up to 32 MiB. Its bytes go by O_DIRECT
+// (CopyRoute::direct_writes) and leave no dirty pages behind, so the budget that bounds dirty memory elsewhere
+// only bounds how far the copy runs ahead of what the server has answered.
+inline constexpr ChunkLimits share_over_fuse_limits()
+{
+    ChunkLimits l;
+    l.target_seconds = 2.0;
+    l.max_chunk = 32 * kMiB;
+    l.max_in_flight = 96 * kMiB;
+    return l;
+}
+
 struct ChunkPlan {
     uint64_t chunk_bytes = 0;
     unsigned windows = 0;

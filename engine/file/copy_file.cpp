@@ -13,6 +13,11 @@
 
 namespace sanecopy {
 
+bool takes_direct_writes(const DeviceInfo &dest)
+{
+    return dest.writeback == WritebackMode::ChunkSync && is_network_share(dest) && dest.fs_type.rfind("fuse", 0) == 0;
+}
+
 CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
 {
     CopyRoute route;
@@ -28,6 +33,7 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
     route.write_through = dest.mount_flags.sync;
     route.clone_chain = (same_fs || fast_fixed) && !route.write_through;
     route.evict = true;
+    route.direct_writes = takes_direct_writes(dest);
     // A small file's own writeback, by what the device is (choose_small_file_writeback, device_probe.h).
     const SmallFileWriteback small = choose_small_file_writeback(dest);
     route.small_file_writeback = small.per_file;
@@ -112,6 +118,23 @@ public:
         : src_(src), dst_(dst), session_(session), path_(path), dst_pos_known_(start == 0)
     {}
 
+    // Writes by read/write through O_DIRECT from now on (CopyRoute::direct_writes); false when the destination
+    // refuses it.
+    bool use_direct()
+    {
+        if (sys().fcntl_setfl(dst_, O_DIRECT) < 0)
+            return false;
+        direct_ = true;
+        return true;
+    }
+
+    // The descriptor as it was, for what comes after the data (the publish's syncs, a read-back).
+    void stop_direct()
+    {
+        if (direct_ && sys().fcntl_setfl(dst_, 0) == 0)
+            direct_ = false;
+    }
+
     // Moves up to |len| bytes from offset |off| of the source to the same offset of the destination.
     // |moved| < len only at the source's end.
     Status move(uint64_t off, uint64_t len, uint64_t &moved)
@@ -137,6 +160,8 @@ private:
     Status move_once(uint64_t off, uint64_t len, uint64_t &n)
     {
         last_was_buffered_ = false;
+        if (direct_)
+            return read_write(off, len, n);
         if (session_.route.clone_chain && session_.copy_file_range_works) {
             off_t in = off_t(off), out = off_t(off);
             ssize_t r = sys().copy_file_range(src_, &in, dst_, &out, len);
@@ -177,8 +202,9 @@ private:
     Status read_write(uint64_t off, uint64_t len, uint64_t &n)
     {
         auto &buf = session_.buffer;
-        if (buf.empty())
-            buf.resize(session_.route.write_through ? kWriteThroughBuffer : std::size_t(1) << 20);
+        const std::size_t wanted = session_.route.write_through || direct_ ? kWriteThroughBuffer : std::size_t(1) << 20;
+        if (buf.size() < wanted)
+            buf.resize(wanted);
         const size_t want = size_t(std::min<uint64_t>(len, buf.size()));
         ssize_t r = sys().pread(src_, buf.data(), want, off_t(off));
         if (r < 0)
@@ -186,6 +212,12 @@ private:
         size_t done = 0;
         while (done < size_t(r)) {
             ssize_t w = sys().pwrite(dst_, buf.data() + done, size_t(r) - done, off_t(off + done));
+            if (w < 0 && errno == EINVAL && direct_ && sys().fcntl_setfl(dst_, 0) == 0) {
+                // A daemon that takes O_DIRECT opens but not its writes: buffered writes from here on.
+                direct_ = false;
+                session_.direct_works = false;
+                continue;
+            }
             if (w < 0)
                 return Status::destination(errno, "write", path_);
             if (w == 0)
@@ -217,6 +249,7 @@ private:
     bool dst_pos_known_; // a fresh destination sits at 0; a resumed one must be positioned
     uint64_t dst_pos_ = 0;
     bool last_was_buffered_ = false; // the last move went through session_.buffer (read/write)
+    bool direct_ = false;            // the destination is written with O_DIRECT
 };
 
 // Tries a whole-file reflink. True when it worked; a "not here" answer turns cloning off for the job.
@@ -262,6 +295,8 @@ public:
         // holes stay holes where the target can keep them, instead of gigabytes of zeros going through the stick.
         sparse_ = sys().fstat(src, &st) == 0 && uint64_t(st.st_blocks) * 512 < size;
         data_end_ = sparse_ ? start : size;
+        if (session.route.direct_writes && session.direct_works && !mover_.use_direct())
+            session.direct_works = false;
     }
 
     Status run()
@@ -270,6 +305,7 @@ public:
             session_.meter.start(monotonic_seconds(), session_.durable_total);
         next_checkpoint_ = monotonic_seconds() + session_.checkpoint_seconds;
         Status s = loop();
+        mover_.stop_direct();
         uint64_t d = 0;
         Status drained = windows_.drain(d);
         take_durable(d);

@@ -145,31 +145,69 @@ WritebackWindows::~WritebackWindows()
         wake_.notify_all();
         syncer_.join();
     }
+    if (map_)
+        sys().munmap(map_, map_len_);
 }
 
 Status WritebackWindows::start_sync_thread()
 {
-    if (syncer_.joinable())
-        return {};
-    syncer_ = std::thread([this] {
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            wake_.wait(lock, [this] { return stop_ || submitted_ > synced_; });
-            if (submitted_ == synced_ && stop_)
-                return;
-            const std::size_t target = submitted_;
-            lock.unlock();
-            // One fdatasync covers every window handed over before it began.
-            const int rc = sys().fdatasync(fd_);
-            const int err = rc < 0 ? errno : 0;
-            lock.lock();
-            if (err && !sync_error_)
-                sync_error_ = err;
-            synced_ = target;
-            wake_.notify_all();
-        }
-    });
+    if (!syncer_.joinable())
+        syncer_ = std::thread([this] { sync_loop(); });
     return {};
+}
+
+void WritebackWindows::sync_loop()
+{
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [this] { return stop_ || !unsynced_.empty(); });
+        if (unsynced_.empty())
+            return; // stopping, with nothing left
+        // Every window waiting now, in one sync: after a slow one the syncer catches up at once.
+        const std::size_t count = unsynced_.size();
+        uint64_t from = UINT64_MAX, to = 0;
+        for (const Window &w : unsynced_) {
+            from = std::min(from, w.off);
+            to = std::max(to, w.off + w.len);
+        }
+        lock.unlock();
+        const int err = sync_range(from, to);
+        lock.lock();
+        if (err && !sync_error_) {
+            sync_error_ = err;
+            sync_error_op_ = map_refused_ ? "fdatasync" : "msync";
+        }
+        unsynced_.erase(unsynced_.begin(), unsynced_.begin() + std::ptrdiff_t(count));
+        synced_ += count;
+        wake_.notify_all();
+    }
+}
+
+// [from, to) of the file durable: 0, or the errno of the sync.
+int WritebackWindows::sync_range(uint64_t from, uint64_t to)
+{
+    if (!map_refused_ && map_len_ < to) {
+        if (map_)
+            sys().munmap(map_, map_len_);
+        map_ = nullptr;
+        // Address space only, never touched, so it may reach past the end of the file: a quarter GiB at first, then
+        // doubled, so a file maps once or a few times, not once a window (an NFS client may check the file's
+        // attributes with the server on each map).
+        const uint64_t page = page_size();
+        const uint64_t len = (std::max({to, map_len_ * 2, uint64_t(256) * kMiB}) + page - 1) / page * page;
+        void *map = sys().mmap(std::size_t(len), PROT_READ, MAP_SHARED, fd_, 0);
+        if (map == MAP_FAILED) {
+            map_refused_ = true;
+            map_len_ = 0;
+        } else {
+            map_ = map;
+            map_len_ = len;
+        }
+    }
+    if (map_refused_)
+        return sys().fdatasync(fd_) < 0 ? errno : 0;
+    const uint64_t start = from / page_size() * page_size();
+    return sys().msync(static_cast<char *>(map_) + start, std::size_t(to - start), MS_SYNC) < 0 ? errno : 0;
 }
 
 Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows, uint64_t &durable)
@@ -194,7 +232,7 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
         if (Status s = start_sync_thread(); !s)
             return s;
         std::lock_guard lock(mutex_);
-        ++submitted_;
+        unsynced_.push_back({off, len});
         wake_.notify_all();
         break;
     }
@@ -219,7 +257,7 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
         std::unique_lock lock(mutex_);
         wake_.wait(lock, [this] { return synced_ > waited_ || sync_error_; });
         if (sync_error_)
-            return Status::destination(sync_error_, "fdatasync", path_);
+            return Status::destination(sync_error_, sync_error_op_, path_);
         ++waited_;
     }
     queue_.pop_front();

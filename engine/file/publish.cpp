@@ -111,7 +111,9 @@ PartFile PartFile::named(SharedDirFd dir, const std::string &dir_path, const std
 Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, const std::string &name, mode_t mode)
 {
     PartFile part = named(std::move(dir), dir_path, name);
-    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    // Read access too, though nothing reads it here: a share's windows are synced through a map of the file
+    // (WritebackWindows), and a file open only for writing can't be mapped.
+    const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     for (int attempt = 0;; ++attempt) {
         int fd = sys().openat(part.dir_->get(), part.part_.c_str(), flags, mode);
         if (fd >= 0) {
@@ -146,6 +148,13 @@ Result<PartFile> PartFile::reopen(SharedDirFd dir, const std::string &dir_path, 
         return Status::destination(ENOENT, "open", dir_path + "/" + part.part_);
     part.owned_ = true;
     size = uint64_t(st.st_size);
+    // The run that wrote this part may have failed in its writeback and been told so by a sync of the whole
+    // filesystem (syncfs), which leaves the error on the file unseen: then the first sync of this run would report
+    // it, a failure of the old run taken for one of this run's (an NFS share that dropped out and came back: the
+    // resumed copy failed at once). Taken here instead, with whatever the old run left dirty written out, and its
+    // cached pages dropped, so the prefix this run trusts is read back from the device, not from that run's cache.
+    sys().fdatasync(fd);
+    sys().fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     return part;
 }
 

@@ -189,7 +189,8 @@ Status JobRunner::part_failed(PartFile &part, Status error) const
 Status JobRunner::fill_part(const FileTask &task, int in, uint64_t size, PartFile &part, uint64_t start,
                             FileCopyResult &copied, std::optional<Sha256Digest> &digest)
 {
-    session_.checkpoint = syncs() ? make_checkpoint(part, device_.data_sync) : std::function<Status()>();
+    session_.checkpoint =
+        syncs() ? make_checkpoint(part, device_.data_sync, device_.writeback) : std::function<Status()>();
     SourceHash hash;
     session_.hash = hashes() ? &hash : nullptr;
     Status s = copy_file_data(in, part.fd(), size, session_, control_, counters_, part.display_path(), copied, start,

@@ -75,8 +75,12 @@ void JobRunner::start(JobPlan &plan)
     // holds the file's lock and stops the next writes until every one before it is answered): half a second of
     // link time per chunk keeps that a small part of it. sshfs with eighth-second chunks reached 43 % of a
     // 100 Mbit/s, 20 ms link (tests/vm/shares.py). A budget set in the spec stays as it is.
-    if (share && spec_.limits.target_seconds == ChunkLimits {}.target_seconds)
-        session_.limits.target_seconds = kShareChunkSeconds;
+    if (share && spec_.limits.target_seconds == ChunkLimits {}.target_seconds) {
+        if (takes_direct_writes(plan.device))
+            session_.limits = share_over_fuse_limits();
+        else
+            session_.limits.target_seconds = kShareChunkSeconds;
+    }
     // The plan is done: from here a destination that takes nothing (a share that is down from the start) is a
     // stall, though no byte has moved yet.
     control_.beat();

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <functional>
 #include <string>
 #include <thread>
@@ -28,16 +29,26 @@ struct FaultSyscalls : Syscalls {
     size_t max_transfer = 0; // 0: no cap; else short transfers of at most this many bytes
     int eintr_every = 0;     // every Nth data call returns EINTR first
     int fdatasync_errno = 0;
+    std::atomic<int> fdatasync_errno_once {0}; // the next fdatasync fails with this, later ones as fdatasync_errno says
+    int msync_errno = 0;
+    bool refuse_mmap = false; // every mmap fails with ENODEV, as on a filesystem without it
     int syncfs_errno = 0;
+    // O_DIRECT set with fcntl is kept here instead of being passed on (the test's own folder may not take it);
+    // a write through such a descriptor counts in direct_pwrites, or fails with this.
+    int direct_pwrite_errno = 0;
     std::chrono::microseconds data_delay {0};
     std::function<void(const char *path, int flags)> on_open;
 
     // What happened.
     std::atomic<int> ficlone_calls {0}, copy_file_range_calls {0}, sendfile_calls {0}, pwrite_calls {0};
     std::atomic<int> fdatasync_calls {0}, fsync_calls {0}, syncfs_calls {0}, sync_file_range_calls {0};
+    std::atomic<int> msync_calls {0};
+    std::atomic<uint64_t> msync_bytes {0}, msync_widest {0};
     std::atomic<int> sync_file_range_waits {0}, dontneed_calls {0}, willneed_calls {0}, eintr_injected {0};
     std::atomic<uint64_t> moved {0};
     std::atomic<int> data_calls {0};
+    std::atomic<int> direct_pwrites {0}, direct_sets {0};
+    std::atomic<int> direct_fd {-1}; // the descriptor O_DIRECT is set on, if any
     std::atomic<int> in_data_call {0}, max_concurrent_data_calls {0};
 
     // Returns 0 to go on with |len| (possibly capped), or an errno to fail with.
@@ -121,9 +132,25 @@ struct FaultSyscalls : Syscalls {
             moved += uint64_t(r);
         return r;
     }
+    int raw_fcntl_setfl(int fd, int flags) override
+    {
+        if (flags & O_DIRECT) {
+            direct_fd = fd;
+            ++direct_sets;
+        } else if (direct_fd == fd)
+            direct_fd = -1;
+        return Syscalls::raw_fcntl_setfl(fd, flags & ~O_DIRECT);
+    }
     ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off) override
     {
         ++pwrite_calls;
+        if (fd == direct_fd) {
+            if (direct_pwrite_errno) {
+                errno = direct_pwrite_errno;
+                return -1;
+            }
+            ++direct_pwrites;
+        }
         Concurrency c(*this);
         if (int err = before_data(len)) {
             errno = err;
@@ -137,11 +164,35 @@ struct FaultSyscalls : Syscalls {
     int raw_fdatasync(int fd) override
     {
         ++fdatasync_calls;
+        if (int once = fdatasync_errno_once.exchange(0)) {
+            errno = once;
+            return -1;
+        }
         if (fdatasync_errno) {
             errno = fdatasync_errno;
             return -1;
         }
         return Syscalls::raw_fdatasync(fd);
+    }
+    void *raw_mmap(size_t len, int prot, int flags, int fd, off_t off) override
+    {
+        if (refuse_mmap) {
+            errno = ENODEV;
+            return MAP_FAILED;
+        }
+        return Syscalls::raw_mmap(len, prot, flags, fd, off);
+    }
+    int raw_msync(void *addr, size_t len, int flags) override
+    {
+        ++msync_calls;
+        msync_bytes += len;
+        for (uint64_t w = msync_widest; len > w && !msync_widest.compare_exchange_weak(w, len);) {
+        }
+        if (msync_errno) {
+            errno = msync_errno;
+            return -1;
+        }
+        return Syscalls::raw_msync(addr, len, flags);
     }
     int raw_fsync(int fd) override
     {

@@ -57,6 +57,16 @@ TEST_CASE("chunk controller: never more than 32 MiB in flight, never fewer than 
     }
 }
 
+TEST_CASE("chunk controller: onto a FUSE share a sync comes every two seconds of link time, at most 32 MiB apart")
+{
+    const ChunkLimits fuse = share_over_fuse_limits();
+    const ChunkPlan link = plan_chunks(12.5e6, fuse); // 100 Mbit/s
+    CHECK(double(link.chunk_bytes) / 12.5e6 == Approx(2.0).margin(0.01));
+    CHECK(link.windows >= 2);                                // the link never waits for the copy's next chunk
+    CHECK(plan_chunks(125e6, fuse).chunk_bytes == 32 * MiB); // gigabit: a quarter second, no more
+    CHECK(plan_chunks(125e6, fuse).in_flight_bytes() <= fuse.max_in_flight);
+}
+
 TEST_CASE("chunk controller: chunks grow with the device's rate and stop at the cap")
 {
     CHECK(plan_chunks(5e6).chunk_bytes < plan_chunks(40e6).chunk_bytes);

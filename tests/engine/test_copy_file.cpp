@@ -8,6 +8,7 @@
 #include "fault_syscalls.h"
 #include "fd.h"
 #include "job_helpers.h"
+#include "job_runner.h"
 #include "publish.h"
 #include "test_support.h"
 
@@ -29,7 +30,7 @@ struct Files {
 Files open_pair(const std::string &src, const std::string &dst)
 {
     Files f {UniqueFd(::open(src.c_str(), O_RDONLY | O_CLOEXEC)),
-             UniqueFd(::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644))};
+             UniqueFd(::open(dst.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644))};
     REQUIRE(f.src.valid());
     REQUIRE(f.dst.valid());
     return f;
@@ -91,6 +92,15 @@ CacheAfterCopy cache_after_stick_copy(bool source_cached, Syscalls *seen_as = nu
         seam.emplace(*seen_as);
     REQUIRE(copies_onto_stick(t, 16 * MiB));
     return {residency(t / "src"), residency(t / "dst")};
+}
+// The device an sshfs mount probes as.
+DeviceInfo sshfs_share()
+{
+    DeviceInfo sshfs;
+    sshfs.fs_type = "fuse";
+    sshfs.fs_subtype = "sshfs";
+    sshfs.writeback = WritebackMode::ChunkSync;
+    return sshfs;
 }
 } // namespace
 
@@ -236,18 +246,116 @@ TEST_CASE("copy file to file: a fallback mid-file continues at the right offset"
     copy_whole(t, fast_route());
 }
 
-TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode makes every window durable with fdatasync")
+TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode makes every window durable with a sync of its own range")
 {
     // More than the windows the first plan allows (8 x 1 MiB), so the copy must wait for syncs on its way.
     write_pattern_file(t / "src", 32 * MiB);
     CopyRoute route {false, WritebackMode::ChunkSync, true};
     const FileCopyResult result = copy_whole(t, route);
-    CHECK(fs.fdatasync_calls >= 2); // one per batch of finished windows, from the helper thread
+    // One sync per batch of windows waiting, from the helper thread, each over those windows' bytes alone: none
+    // waits for the younger windows a whole-file fdatasync would wait for.
+    CHECK(fs.msync_calls >= 2);
+    CHECK(fs.msync_bytes == 32 * MiB); // every byte once, no more
+    CHECK(fs.msync_widest < 32 * MiB);
+    CHECK(fs.fdatasync_calls == 0);
     // Each window's writeback starts when it is handed over, so a share sends it while the last sync waits; but
     // the copy never waits on sync_file_range here: it can't tell whether a share's or FUSE's data is durable.
     CHECK(fs.sync_file_range_calls >= 4); // chunks are 8 MiB at most
     CHECK(fs.sync_file_range_waits == 0);
     CHECK(result.durable == 32 * MiB);
+}
+
+TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode on a file that can't be mapped syncs it whole")
+{
+    write_pattern_file(t / "src", 12 * MiB);
+    fs.refuse_mmap = true;
+    CopyRoute route {false, WritebackMode::ChunkSync, true};
+    const FileCopyResult result = copy_whole(t, route);
+    CHECK(fs.msync_calls == 0);
+    CHECK(fs.fdatasync_calls >= 1);
+    CHECK(result.durable == 12 * MiB);
+}
+
+TEST_CASE_METHOD(Faulted,
+                 "copy file to file: a window's failed sync fails the copy and counts nothing durable after it")
+{
+    write_pattern_file(t / "src", 12 * MiB);
+    fs.msync_errno = EIO;
+    CopyRoute route {false, WritebackMode::ChunkSync, true};
+    ProgressCounters counters;
+    FileCopyResult result;
+    const Status s = copy_with(route, t / "src", t / "dst", 12 * MiB, result, counters);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.err() == EIO);
+    CHECK(s.message().find("msync") != std::string::npos);
+    CHECK(counters.durable_bytes == 0);
+    CHECK(result.durable == 0);
+}
+
+TEST_CASE_METHOD(Faulted, "copy file to file: onto a FUSE share a big file goes by O_DIRECT writes of a whole buffer")
+{
+    const CopyRoute route = choose_route(sshfs_share(), 1);
+    REQUIRE(route.direct_writes);
+    DeviceInfo other = sshfs_share();
+    other.fs_type = "fuseblk"; // ntfs-3g, exfat-fuse: a local disk behind FUSE
+    other.fs_subtype = "ntfs-3g";
+    CHECK_FALSE(choose_route(other, 1).direct_writes);
+    other.fs_type = "cifs"; // a kernel share: its own page cache sends the writes side by side
+    other.fs_subtype.clear();
+    CHECK_FALSE(choose_route(other, 1).direct_writes);
+
+    write_pattern_file(t / "src", 9 * MiB + 777);
+    CopySession session(route);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(route, t / "src", t / "dst", file_size(t / "src"), result, counters, &session).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.sendfile_calls == 0);
+    CHECK(fs.direct_pwrites == fs.pwrite_calls);
+    CHECK(fs.direct_pwrites >= 3); // 9 MiB in buffers of 4 MiB
+    CHECK(fs.direct_fd == -1);     // and O_DIRECT off again for what comes after the data
+    CHECK(fs.msync_calls >= 1);    // each window made durable
+    CHECK(counters.durable_bytes == file_size(t / "src"));
+}
+
+TEST_CASE_METHOD(Faulted, "copy file to file: a FUSE share that refuses O_DIRECT writes gets buffered ones")
+{
+    const CopyRoute route = choose_route(sshfs_share(), 1);
+    write_pattern_file(t / "src", 6 * MiB + 5);
+    write_pattern_file(t / "src2", 3 * MiB, 2);
+    fs.direct_pwrite_errno = EINVAL;
+    CopySession session(route);
+    ProgressCounters counters;
+    FileCopyResult result;
+    REQUIRE(copy_with(route, t / "src", t / "dst", file_size(t / "src"), result, counters, &session).ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.direct_pwrites == 0);
+    CHECK_FALSE(session.direct_works);
+    CHECK(fs.direct_fd == -1);
+    CHECK(fs.direct_sets == 1);
+    // The next file of the job does not ask again.
+    REQUIRE(copy_with(route, t / "src2", t / "dst2", 3 * MiB, result, counters, &session).ok());
+    CHECK(same_bytes(t / "src2", t / "dst2"));
+    CHECK(fs.direct_sets == 1);
+    CHECK(fs.direct_pwrites == 0);
+}
+
+TEST_CASE_METHOD(Faulted, "resume points: onto a share each window's own fdatasync is the checkpoint's data sync")
+{
+    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(dir->valid());
+    auto part = PartFile::create(dir, t.path(), "big.bin");
+    REQUIRE(part.ok());
+    auto share = job_detail::make_checkpoint(part.value(), DataSync::File, WritebackMode::ChunkSync);
+    REQUIRE(share().ok());
+    REQUIRE(share().ok());
+    CHECK(fs.fdatasync_calls == 0); // the copy's thread never drains the link for it
+    CHECK(fs.fsync_calls == 1);     // the folder entry, once
+    auto stick = job_detail::make_checkpoint(part.value(), DataSync::File, WritebackMode::Windows);
+    REQUIRE(stick().ok());
+    REQUIRE(stick().ok());
+    CHECK(fs.fdatasync_calls == 2);
+    CHECK(fs.fsync_calls == 2);
 }
 
 TEST_CASE_METHOD(Faulted, "copy file to file: tmpfs route does no syncing and no eviction")
@@ -376,6 +484,24 @@ TEST_CASE_METHOD(Faulted, "resume: a part file left by an interrupted copy is co
     // Progress counts the prefix as on the device; a throughput chart learns it was not moved now.
     CHECK(run.counters->durable_bytes.load() == 20 * MiB + 777);
     CHECK(run.counters->unwritten_bytes.load() == 9 * MiB);
+    REQUIRE(run.first(JobEvent::Kind::FileDone));
+    CHECK(run.first(JobEvent::Kind::FileDone)->message.find("resumed") != std::string::npos);
+}
+
+TEST_CASE_METHOD(Faulted, "resume: a write error the interrupted run left on its part file is not this run's failure")
+{
+    write_pattern_file(t / "src", 12 * MiB);
+    {
+        const std::string all = read_file(t / "src");
+        write_text_file(t / ".dst.part", all.substr(0, 5 * MiB));
+    }
+    // The first sync of the part file reports what the old run's writeback could not do; the copy takes it before
+    // it checks the prefix, and its own syncs report only its own.
+    fs.fdatasync_errno_once = EIO;
+    JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
+    REQUIRE(run.summary.ok());
+    CHECK(fs.fdatasync_errno_once == 0);
+    CHECK(same_bytes(t / "src", t / "dst"));
     REQUIRE(run.first(JobEvent::Kind::FileDone));
     CHECK(run.first(JobEvent::Kind::FileDone)->message.find("resumed") != std::string::npos);
 }
