@@ -262,6 +262,9 @@ std::vector<ShareMount> network_share_mounts(const std::vector<MountEntry> &moun
 // Fails only when the folder can't be opened or stat'ed. Without a readable mountinfo or sysfs (a bare
 // container) the mount and block-device fields stay empty and the writeback mode follows the statfs magic.
 Result<DeviceInfo> probe_device(const std::string &folder);
+// DeviceInfo::device_key() of the device behind |folder|, from what the system knows of its mount: no statfs, so
+// no round trip to a share's server (the job queue picks a job's lane with it before the plan probes).
+Result<std::string> device_key_of(const std::string &folder);
 
 // Reads a small text file of /proc, /sys or debugfs whole, through the syscall seam. nullopt when it can't be
 // opened or read. The kernel generates these on each read, so two reads may disagree; callers treat them as

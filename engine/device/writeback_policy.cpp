@@ -200,21 +200,45 @@ std::string DeviceInfo::device_key() const
     return "dev:" + std::to_string(major(st_dev)) + ":" + std::to_string(minor(st_dev));
 }
 
-Result<DeviceInfo> probe_device(const std::string &folder)
+namespace {
+
+// The folder's device and its mount (probe_mount): what the system knows without asking the filesystem, so no
+// round trip to a share's server.
+Status probe_mount_of(const std::string &folder, UniqueFd &fd, DeviceInfo &info)
 {
     int raw = sys().openat(AT_FDCWD, folder.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
     if (raw < 0)
         return Status::destination(errno, "open", folder);
-    UniqueFd fd(raw);
+    fd.reset(raw);
     struct stat st {};
     if (sys().fstat(fd.get(), &st) < 0)
         return Status::destination(errno, "fstat", folder);
+    info.st_dev = st.st_dev;
+    probe_mount(resolved_path(fd.get(), folder), st.st_dev, info);
+    return {};
+}
+
+} // namespace
+
+Result<std::string> device_key_of(const std::string &folder)
+{
+    UniqueFd fd;
+    DeviceInfo info;
+    if (Status s = probe_mount_of(folder, fd, info); !s)
+        return s;
+    return info.device_key();
+}
+
+Result<DeviceInfo> probe_device(const std::string &folder)
+{
+    UniqueFd fd;
+    DeviceInfo info;
+    if (Status s = probe_mount_of(folder, fd, info); !s)
+        return s;
     struct statfs sfs {};
     if (sys().fstatfs(fd.get(), &sfs) < 0)
         return Status::destination(errno, "fstatfs", folder);
 
-    DeviceInfo info;
-    info.st_dev = st.st_dev;
     info.fs_magic = static_cast<unsigned long>(sfs.f_type);
     // Block counts are in f_frsize units (statvfs(3) says so and glibc converts the same way); FUSE daemons
     // such as sshfs report an f_bsize that differs from it. fusefat reports 0 blocks: size unknown, not full.
@@ -224,7 +248,6 @@ Result<DeviceInfo> probe_device(const std::string &folder)
         info.total_bytes = static_cast<uint64_t>(sfs.f_blocks) * unit;
         info.allocation_unit = std::max<uint64_t>(unit, 512);
     }
-    probe_mount(resolved_path(fd.get(), folder), st.st_dev, info);
     // A fuseblk without a subtype (exfat-fuse, ntfs-3g) gets no limits here: the type has to come from the
     // device itself.
     info.limits =

@@ -91,9 +91,9 @@ std::string JobQueue::default_lane(const JobSpec &spec)
     struct stat st {};
     if (sys().fstatat(AT_FDCWD, folder.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode))
         folder = split_path(folder).first;
-    auto info = probe_device(folder);
-    if (info.ok())
-        return info->device_key();
+    auto key = device_key_of(folder);
+    if (key.ok())
+        return key.value();
     return "path:" + folder;
 }
 

@@ -754,6 +754,29 @@ TEST_CASE("probe_device: a FAT stick partition gets FAT limits and an unknown si
     CHECK_FALSE(info.total_bytes);
 }
 
+TEST_CASE("device_key_of: the probe's device key, without asking the filesystem for its space", "[device_probe]")
+{
+    struct Counting : FixtureMachine {
+        using FixtureMachine::FixtureMachine;
+        int statfs_calls = 0;
+        int raw_fstatfs(int fd, struct statfs *st) override
+        {
+            ++statfs_calls;
+            return FixtureMachine::raw_fstatfs(fd, st);
+        }
+    };
+    Counting machine("/media/anna/PART1/DCIM", makedev(8, 17), fake_statfs(kMsdosMagic, 1000, 500),
+                     "fuseblk_stick.txt");
+    const std::string key = machine.probe().device_key();
+    CHECK(key == "bdi:8:16");
+    machine.statfs_calls = 0;
+    ScopedSyscalls seam(machine);
+    auto only_key = device_key_of(machine.folder);
+    REQUIRE(only_key.ok());
+    CHECK(only_key.value() == key);
+    CHECK(machine.statfs_calls == 0); // a share's server is not asked: no round trip
+}
+
 TEST_CASE("probe_device: a stick UDisks2 mounted reports flush, and whether the copier owns the mount",
           "[device_probe]")
 {
