@@ -275,9 +275,9 @@ def scenario_big(name):
     g.tap(rc == 0, f"{name}: big file: sanecp exits 0", err.strip()[:200])
     g.tap(g.identical(src, f"{server_folder(name)}/big.bin"),
           f"{name}: big file: byte-identical on the server")
-    # Known gaps (#24), run and printed as TODO: sshfs syncs each half-second chunk with an fsync that holds the
-    # file until every write before it is answered (61 % of the link, 1.25x cp); cifs and NFS reach 85-87 %, where
-    # cp + sync reaches 83-86 % and raw TCP 92-94 % over the same link.
+    # Known gaps (#24), run and printed as TODO: sshfs (2 s chunks by O_DIRECT, each synced by an fsync that holds
+    # the file until every write before it is answered) came out at 0.96-1.15x dd, whose own time spreads by 20 %
+    # here; cifs and NFS reach 88-90 % of the link, where cp + sync reaches 84 % and raw TCP 92-94 %.
     g.tap(secs <= g.BIG_RATIO * (1 + g.NOISE) * best,
           f"{name}: big file: time to durable <= 1.0x the better of cp + sync and dd (+{g.NOISE:.0%} noise)",
           f"{secs:.2f} s against {best:.2f} s", todo="#24" if name == "sshfs" else "")
@@ -324,6 +324,20 @@ def scenario_trace(name):
     g.diag(f"{name}: small files: strace -f -c -w of sanecp (seconds summed over threads):")
     for line in lines[:18]:
         g.diag("  " + line)
+    # And the big file's start: every call up to its first bytes, with the time since the one before, those that
+    # waited for the server (5 ms or more) printed.
+    clear(name)
+    g.drop_caches()
+    g.run(["strace", "-f", "-r", "-o", out, "sanecp", g.big_source(), f"{share(name)}/"], check=False, timeout=600)
+    lines = open(out).read().splitlines() if os.path.exists(out) else []
+    first = next((i for i, l in enumerate(lines) if "sendfile(" in l or "pwrite64(" in l), len(lines))
+    g.diag(f"{name}: big file: {first} calls before the first bytes, "
+           f"{sum(float(l.split()[1]) for l in lines[:first] if len(l.split()) > 1 and l.split()[1][0].isdigit()):.3f} "
+           "s by strace's clock; the waits of 5 ms or more:")
+    for i in range(1, first + 1):
+        parts = lines[i].split() if i < len(lines) else []
+        if len(parts) > 1 and parts[1][0].isdigit() and float(parts[1]) >= 0.005:
+            g.diag(f"  {parts[1]} s before: {lines[i - 1][:150]}")
 
 
 def scenario_stall(name):
