@@ -10,6 +10,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -124,7 +125,7 @@ bool SmallFileBatch::holds(int dir, const std::string &name) const
 
 bool SmallFileBatch::empty() const
 {
-    return filling_.files.empty() && syncing_.empty() && naming_.empty() && durable_.files.empty();
+    return filling_.files.empty() && syncing_.empty() && naming_.empty() && durable_.files.empty() && !settling_;
 }
 
 PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
@@ -159,6 +160,8 @@ void SmallFileBatch::hand_off()
             settle_renaming(filling_);
         else if (mode_ == WritebackMode::Windows)
             settle_inline(filling_);
+        else if (settles_in_background(filling_))
+            settle_in_background(std::move(filling_));
         else
             settle_each(filling_);
         filling_ = {};
@@ -357,7 +360,42 @@ void SmallFileBatch::settle_each(Group &group)
     // Each file's sync, close and rename, side by side on a share (BatchLimits::settle_threads): there each is a
     // round trip, and one file after another took 2.6x cp -r + sync onto cifs over a 20 ms link. A search for a
     // free name ("Keep both") or a read-back stays one file at a time. The hooks run here, in the files' order.
-    std::vector<Settled> out = settle_files(group);
+    report_settled(group, settle_files(group));
+}
+
+// Whether |group| may settle while the job writes the next one: its files side by side (a share), with no
+// read-back and no search for a free name, which need the job's thread.
+bool SmallFileBatch::settles_in_background(const Group &group) const
+{
+    return settles_side_by_side() && !hooks_.verify &&
+           std::none_of(group.files.begin(), group.files.end(),
+                        [](const BatchedFile &f) { return f.policy == ConflictPolicy::Rename; });
+}
+
+// settle_each with its round trips on a thread of its own: the group's syncs, closes and renames go on while the
+// job creates and writes the next group, whose own round trips then overlap them (a share: creating a file is a
+// round trip, so is each step of settling one; one after the other, 100 small files onto cifs took 1.23x cp -r +
+// sync). The group before is reported first, in order, on the job's thread; at most two groups are open.
+void SmallFileBatch::settle_in_background(Group group)
+{
+    finish_settling();
+    settling_ = std::make_unique<Settling>();
+    settling_->group = std::move(group);
+    Group *g = &settling_->group;
+    settling_->results = std::async(std::launch::async, [this, g] { return settle_files(*g); });
+}
+
+void SmallFileBatch::finish_settling()
+{
+    if (!settling_)
+        return;
+    std::unique_ptr<Settling> done = std::move(settling_);
+    report_settled(done->group, done->results.get());
+}
+
+// The hooks for a settled group, in its files' order, and its folders' syncs, which make its renames durable.
+void SmallFileBatch::report_settled(Group &group, std::vector<Settled> out)
+{
     std::vector<BatchedFile *> named;
     for (std::size_t i = 0; i < group.files.size(); ++i) {
         BatchedFile &f = group.files[i];
@@ -394,6 +432,7 @@ void SmallFileBatch::settle_each(Group &group)
 void SmallFileBatch::flush()
 {
     hand_off();
+    finish_settling();
     flush_renamed();
     while (!syncing_.empty()) {
         Group group = std::move(syncing_.front());
@@ -425,6 +464,8 @@ void SmallFileBatch::close_unpublished()
 
 void SmallFileBatch::discard()
 {
+    // Settling already: its files are durable or failed, and reported so.
+    finish_settling();
     // The unpublished part files go first, so no syncfs still to come writes them.
     close_unpublished();
     filling_ = {}; // part files go with their PartFile

@@ -15,8 +15,8 @@
 //     writing within milliseconds instead of idling while the first full group is written.
 // On FAT, exFAT and NTFS (GroupSync::Inline) the same two syncs run on the job's thread instead: creating a
 // file there waits for its folder's blocks while a sync writes them. Elsewhere (FUSE and network filesystems,
-// where syncfs is not passed on reliably) each file is fdatasync'ed and each folder fsync'ed, on the job's
-// thread, when a group is full.
+// where syncfs is not passed on reliably) each file is fdatasync'ed and each folder fsync'ed when a group is full;
+// on a share the group's files settle side by side, on threads of their own while the job writes the next group.
 //
 // Whatever is not published when the batch goes (cancel, a device error) has its part file removed.
 //
@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
@@ -136,6 +137,10 @@ private:
         std::string final_name;
     };
     std::vector<Settled> settle_files(Group &group);
+    bool settles_in_background(const Group &group) const;
+    void settle_in_background(Group group);
+    void finish_settling();
+    void report_settled(Group &group, std::vector<Settled> out);
     void close_unpublished();
     Status sync_now(const BatchedFile &any) const;
     void settle_renaming(Group &group);
@@ -156,7 +161,12 @@ private:
     std::set<std::pair<int, std::string>> names_; // of files not renamed yet
     SharedDirFd sync_dir_;                        // what the Syncer's syncfs is called on
     std::unique_ptr<Syncer> syncer_;
-    BackgroundCloser *closer_; // or null
+    struct Settling {
+        Group group;
+        std::future<std::vector<Settled>> results;
+    };
+    std::unique_ptr<Settling> settling_; // settle_in_background's group, settling on a thread of its own
+    BackgroundCloser *closer_;           // or null
 };
 
 } // namespace sanecopy

@@ -92,6 +92,10 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
     Result<PartFile> part = PartFile::create(task.dst_dir, task.dst_display, task.dst_name, part_mode(task.entry.mode));
     if (!part.ok())
         return part.status();
+    // On a share the server has just answered (a create is a round trip): the copy moves, though nothing it counts
+    // has (stall_watch.h), while a group of these settles or waits to.
+    if (counters_.share.load())
+        control_.beat();
     FileCopyResult copied;
     SourceHash hash;
     session_.hash = hashes() ? &hash : nullptr;

@@ -637,6 +637,17 @@ namespace {
 // fdatasync as a share answers it: a round trip of 20 ms, whoever waits for it. Counts how many wait at once.
 struct RoundTripSync : FaultSyscalls {
     std::atomic<int> syncing {0}, most_syncing {0};
+    std::atomic<int> created_while_syncing {0}; // part files the job created while a group's syncs were under way
+    std::chrono::milliseconds create_delay {0}; // a create's own round trip
+    int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
+    {
+        if (flags & O_CREAT) {
+            std::this_thread::sleep_for(create_delay);
+            if (syncing.load() > 0)
+                ++created_while_syncing;
+        }
+        return FaultSyscalls::raw_openat(dirfd, path, flags, mode);
+    }
     int raw_fdatasync(int fd) override
     {
         const int now = ++syncing;
@@ -686,6 +697,22 @@ TEST_CASE("small files on a share: syncs and renames of a group run side by side
     CHECK(fs.most_syncing.load() > 1);
     // One after another: 48 x 20 ms, plus a folder sync a group.
     CHECK(took < std::chrono::milliseconds(48 * 20 * 3 / 4));
+}
+
+TEST_CASE("small files on a share: a group settles while the job writes the next one")
+{
+    TempDir t;
+    RoundTripSync fs;
+    fs.create_delay = std::chrono::milliseconds(5);
+    ScopedSyscalls seam(fs);
+    const std::vector<std::string> published = run_share_batch(t, 48, 8, ConflictPolicy::Refuse);
+    REQUIRE(published.size() == 48);
+    for (int i = 0; i < 48; ++i)
+        CHECK(published[size_t(i)] == t / ("f" + std::to_string(i))); // still reported in the order they came
+    CHECK(part_files(t.path()).empty());
+    // Groups of 4, 8, 16, then 20 files: the files of each group after the first are created while the one
+    // before settles.
+    CHECK(fs.created_while_syncing.load() >= 8);
 }
 
 TEST_CASE("small files on a share: 'Keep both' searches for free names one file at a time")

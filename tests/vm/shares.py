@@ -302,10 +302,10 @@ def scenario_small(name):
     same = g.run(["diff", "-r", tree, f"{server_folder(name)}/{os.path.basename(tree)}"],
                  check=False).returncode == 0
     g.tap(same, f"{name}: small files: every file identical on the server")
-    # A known gap (#24) on cifs and sshfs: each file still costs round trips one after another (100 files onto
-    # cifs: 1.20x cp -r + sync, sshfs 1.52x; nfs4 0.97x).
+    # A known gap (#24) on cifs and sshfs: with a group settling while the job creates the next, 100 files onto
+    # cifs took 0.996-1.027x cp -r + sync, too close to count on; sshfs 1.25x (nfs4 0.75-0.76x).
     g.tap(secs <= (1 + g.NOISE) * cp, f"{name}: small files: <= 1.0x cp -r + sync (+{g.NOISE:.0%} noise)",
-          f"{secs / cp:.3f}x", todo="#24")
+          f"{secs / cp:.3f}x", todo="#24" if name != "nfs4" else "")
     return {"fs": name, "cp": cp, "sanecp": secs, "ratio": secs / cp, "peak": peak}
 
 
