@@ -9,8 +9,7 @@
 
 namespace SaneCopyKio {
 
-EngineOutcome runEngineJob(const sanecopy::JobSpec &spec, std::chrono::milliseconds period,
-                           const std::function<bool(const sanecopy::ProgressCounters &)> &tick)
+EngineOutcome runEngineJob(const sanecopy::JobSpec &spec, std::chrono::milliseconds period, const EngineTick &tick)
 {
     sanecopy::JobControl control;
     sanecopy::ProgressCounters counters;
@@ -47,16 +46,17 @@ EngineOutcome runEngineJob(const sanecopy::JobSpec &spec, std::chrono::milliseco
         }
     });
 
+    sanecopy::StallWatch watch;
     std::unique_lock lock(mutex);
     while (!finished.wait_for(lock, period, [&] { return done; })) {
         lock.unlock();
-        if (!tick(counters))
+        if (!tick(counters, sanecopy::stalled_seconds(watch, counters, control.beats(), sanecopy::monotonic_seconds())))
             control.cancel();
         lock.lock();
     }
     lock.unlock();
     runner.join();
-    tick(counters);
+    tick(counters, 0);
     return outcome;
 }
 

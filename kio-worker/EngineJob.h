@@ -22,9 +22,10 @@ struct EngineOutcome {
 };
 
 // Runs |spec| to its end. Every |period| and once at the end, |tick| is called on this thread with the job's
-// counters; when it returns false the job is cancelled (and still run to its end, which removes its part
-// files). Returns when the job's last sync has returned.
-EngineOutcome runEngineJob(const sanecopy::JobSpec &spec, std::chrono::milliseconds period,
-                           const std::function<bool(const sanecopy::ProgressCounters &)> &tick);
+// counters and how long the copy has stood still once that is a stall (sanecopy::stalled_seconds, else 0); when
+// it returns false the job is cancelled (and still run to its end, which removes its part files). Returns when
+// the job's last sync has returned.
+using EngineTick = std::function<bool(const sanecopy::ProgressCounters &, double stalledSeconds)>;
+EngineOutcome runEngineJob(const sanecopy::JobSpec &spec, std::chrono::milliseconds period, const EngineTick &tick);
 
 } // namespace SaneCopyKio

@@ -29,6 +29,21 @@ using namespace SaneCopyKio;
 using sanecopy::sys;
 using sanecopy::UniqueFd;
 
+namespace {
+
+// What Dolphin's and Plasma's job view say of a copy that has stood still for |seconds| (a stall, EngineJob.h),
+// as the window's row says it.
+QString notRespondingMessage(bool share, double seconds)
+{
+    const int n = int(seconds);
+    return share ? i18ncp("@info:status", "The share has not answered for %1 second; the copy goes on when it does",
+                          "The share has not answered for %1 seconds; the copy goes on when it does", n)
+                 : i18ncp("@info:status", "The device has not answered for %1 second; the copy goes on when it does",
+                          "The device has not answered for %1 seconds; the copy goes on when it does", n);
+}
+
+} // namespace
+
 KIO::WorkerResult SaneCopyWorker::get(const QUrl &url)
 {
     const Resolved pathTarget = settleAndResolve(url);
@@ -263,17 +278,24 @@ KIO::WorkerResult SaneCopyWorker::copyByJob(const QByteArray &from, const QByteA
     spec.closer = closer_;
     qCDebug(SANECOPY_KIO) << "copy" << displayPath(from) << "->" << displayPath(to) << "through the engine";
     uint64_t reportedTotal = 0;
-    const EngineOutcome outcome = runEngineJob(spec, kProgressPeriod, [&](const sanecopy::ProgressCounters &c) {
-        if (wasKilled())
-            return false;
-        if (const uint64_t total = c.total_bytes.load(); total != reportedTotal) {
-            totalSize(total);
-            reportedTotal = total;
-        }
-        processedSize(c.durable_bytes.load());
-        speed(static_cast<unsigned long>(c.device_rate.load()));
-        return true;
-    });
+    bool saidStalled = false;
+    const EngineOutcome outcome =
+        runEngineJob(spec, kProgressPeriod, [&](const sanecopy::ProgressCounters &c, double stalled) {
+            if (wasKilled())
+                return false;
+            if (const uint64_t total = c.total_bytes.load(); total != reportedTotal) {
+                totalSize(total);
+                reportedTotal = total;
+            }
+            processedSize(c.durable_bytes.load());
+            // A stalled share or stick: no rate (the last one would be a lie) and a word of why in Dolphin's and
+            // Plasma's job view, as the window's row says it.
+            speed(stalled > 0 ? 0 : static_cast<unsigned long>(c.device_rate.load()));
+            if (stalled > 0 || saidStalled)
+                infoMessage(stalled > 0 ? notRespondingMessage(c.share.load(), stalled) : QString());
+            saidStalled = stalled > 0;
+            return true;
+        });
     if (wasKilled())
         return KIO::WorkerResult::fail(KIO::ERR_USER_CANCELED, displayPath(to));
     // complete(), not ok(): a file the destination refused (a name FAT can't store) is a failed copy too.

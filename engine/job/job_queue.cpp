@@ -65,11 +65,7 @@ ProgressSnapshot Job::snapshot() const
         still = stall_.observe(
             s.state, copy_motion(s.share, s.written_bytes, s.durable_bytes, s.files_done, control_.beats()), now);
     }
-    // What is in flight takes its time at the measured rate (a group of small files synced at once, the last
-    // syncfs): only three times that without a move is a stall, within [kStallNotice, kStallNoticeMost].
-    const double in_flight = s.written_bytes > s.durable_bytes ? double(s.written_bytes - s.durable_bytes) : 0;
-    const double expected = s.device_bytes_per_sec > 0 ? in_flight / s.device_bytes_per_sec : 0;
-    if (still >= std::clamp(3 * expected, kStallNotice, kStallNoticeMost)) {
+    if (still >= stall_notice_after(s.written_bytes, s.durable_bytes, s.device_bytes_per_sec)) {
         s.stalled_seconds = still;
         s.device_bytes_per_sec = 0;
         s.eta_seconds = -1;

@@ -13,6 +13,7 @@
 
 #include "job_control.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace sanecopy {
@@ -33,15 +34,6 @@ struct CopyMotion {
     uint64_t beats = 0;
     bool operator==(const CopyMotion &) const = default;
 };
-
-// What counts as motion. Onto a share, bytes handed over are not: the client's cache takes them for seconds after
-// the link stopped (its writeback throttle lets the copy write on in steps), so a dead link was said to be one 12 s
-// after it went instead of 7 (tests/vm/shares.py). There only what the server confirms, a file finished or a beat
-// moves the copy.
-inline CopyMotion copy_motion(bool share, uint64_t written, uint64_t durable, uint64_t files_done, uint64_t beats)
-{
-    return {share ? 0 : written, durable, files_done, beats};
-}
 
 // Pure: fed what the counters say and when, it tells how long they have stood still.
 class StallWatch {
@@ -68,5 +60,33 @@ private:
     CopyMotion last_;
     double moved_at_ = -1; // when the counters last changed; -1: not yet started (or not running)
 };
+
+// What counts as motion. Onto a share, bytes handed over are not: the client's cache takes them for seconds after
+// the link stopped (its writeback throttle lets the copy write on in steps), so a dead link was said to be one 12 s
+// after it went instead of 7 (tests/vm/shares.py). There only what the server confirms, a file finished or a beat
+// moves the copy.
+inline CopyMotion copy_motion(bool share, uint64_t written, uint64_t durable, uint64_t files_done, uint64_t beats)
+{
+    return {share ? 0 : written, durable, files_done, beats};
+}
+
+// How long a copy may stand still before it is said to be stalled: what is in flight (written, not yet durable)
+// takes its time at the measured |rate| (a group of small files synced at once, the last syncfs), so three times
+// that, within [kStallNotice, kStallNoticeMost].
+inline double stall_notice_after(uint64_t written, uint64_t durable, double rate)
+{
+    const double in_flight = written > durable ? double(written - durable) : 0;
+    const double expected = rate > 0 ? in_flight / rate : 0;
+    return std::clamp(3 * expected, kStallNotice, kStallNoticeMost);
+}
+
+// The progress counters' motion, watched: the seconds the copy has stood still once that is a stall, else 0.
+inline double stalled_seconds(StallWatch &watch, const ProgressCounters &c, uint64_t beats, double now)
+{
+    const uint64_t written = c.written_bytes.load(), durable = c.durable_bytes.load();
+    const double still =
+        watch.observe(c.state.load(), copy_motion(c.share.load(), written, durable, c.files_done.load(), beats), now);
+    return still >= stall_notice_after(written, durable, c.device_rate.load()) ? still : 0;
+}
 
 } // namespace sanecopy

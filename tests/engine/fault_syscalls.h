@@ -10,10 +10,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -222,6 +224,46 @@ struct FaultSyscalls : Syscalls {
         if (advice == POSIX_FADV_WILLNEED)
             ++willneed_calls;
         return Syscalls::raw_fadvise(fd, off, len, advice);
+    }
+};
+
+// Data calls wait while |held| is set: a device (a share's link) that stops taking anything.
+struct StallingSyscalls : FaultSyscalls {
+    std::atomic<bool> held {false};
+    std::atomic<int> waited {0};
+    std::mutex m;
+    std::condition_variable cv;
+
+    void gate()
+    {
+        if (!held.load())
+            return;
+        ++waited;
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return !held.load(); });
+    }
+    void release()
+    {
+        {
+            std::lock_guard lock(m);
+            held = false;
+        }
+        cv.notify_all();
+    }
+    ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off) override
+    {
+        gate();
+        return FaultSyscalls::raw_pwrite(fd, buf, len, off);
+    }
+    ssize_t raw_sendfile(int out, int in, off_t *off, size_t len) override
+    {
+        gate();
+        return FaultSyscalls::raw_sendfile(out, in, off, len);
+    }
+    ssize_t raw_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len) override
+    {
+        gate();
+        return FaultSyscalls::raw_copy_file_range(in, in_off, out, out_off, len);
     }
 };
 

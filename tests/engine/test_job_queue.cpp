@@ -258,53 +258,11 @@ TEST_CASE("stall watch: onto a share a byte handed over is not motion, a byte th
     CHECK(stick.observe(JobState::Running, copy_motion(false, 9 * MiB, 1 * MiB, 0, 0), 4) == 0);
 }
 
-namespace {
-// Data calls wait while |held| is set: a device (a share's link) that stops taking anything.
-struct Stalling : FaultSyscalls {
-    std::atomic<bool> held {false};
-    std::atomic<int> waited {0};
-    std::mutex m;
-    std::condition_variable cv;
-
-    void gate()
-    {
-        if (!held.load())
-            return;
-        ++waited;
-        std::unique_lock lock(m);
-        cv.wait(lock, [&] { return !held.load(); });
-    }
-    void release()
-    {
-        {
-            std::lock_guard lock(m);
-            held = false;
-        }
-        cv.notify_all();
-    }
-    ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off) override
-    {
-        gate();
-        return FaultSyscalls::raw_pwrite(fd, buf, len, off);
-    }
-    ssize_t raw_sendfile(int out, int in, off_t *off, size_t len) override
-    {
-        gate();
-        return FaultSyscalls::raw_sendfile(out, in, off, len);
-    }
-    ssize_t raw_copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len) override
-    {
-        gate();
-        return FaultSyscalls::raw_copy_file_range(in, in_off, out, out_off, len);
-    }
-};
-} // namespace
-
 TEST_CASE("job queue: a copy that stops moving is reported stalled, with no made-up rate, until it moves again")
 {
     TempDir t;
     write_pattern_file(t / "src", 24 * MiB);
-    Stalling fs;
+    StallingSyscalls fs;
     fs.max_transfer = 128 * 1024;
     fs.data_delay = 5ms;
     ScopedSyscalls seam(fs);
