@@ -66,7 +66,8 @@ enum class WritebackMode {
     None,      // tmpfs/ramfs: memory is the device; syncing or evicting buys nothing.
     Windows,   // a local block filesystem: sync_file_range windows reach its pages.
     ChunkSync, // FUSE, network and stacked filesystems: sync_file_range can't reach where the data really
-               // waits (the FUSE daemon writes into the block device's own cache), so fdatasync per chunk.
+               // waits (the FUSE daemon writes into the block device's own cache), so a sync per chunk
+               // (page_cache_policy.h).
 };
 
 // How a finished file is made durable. Chosen by choose_data_sync().

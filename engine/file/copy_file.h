@@ -41,7 +41,7 @@ struct CopyRoute {
     // hands it 64 KiB pieces, each waited for. An O_DIRECT write of a whole buffer reaches the daemon as requests
     // side by side (FUSE's asynchronous direct I/O), as dd oflag=direct does: sshfs over a 100 Mbit/s, 20 ms link
     // in the VM took 18.7 s for 120 MiB by sendfile, dd 14.6 s. The daemon answers a write before the server has
-    // it, so each window is still made durable by fdatasync (WritebackMode::ChunkSync).
+    // it, so each window is still made durable by a sync of its own (WritebackMode::ChunkSync).
     bool direct_writes = false;
 };
 

@@ -195,7 +195,8 @@ int WritebackWindows::sync_range(uint64_t from, uint64_t to)
         // attributes with the server on each map).
         const uint64_t page = page_size();
         const uint64_t len = (std::max({to, map_len_ * 2, uint64_t(256) * kMiB}) + page - 1) / page * page;
-        void *map = sys().mmap(std::size_t(len), PROT_READ, MAP_SHARED, fd_, 0);
+        // Where the address space is too small for it (a 32-bit system), the file is synced whole.
+        void *map = len <= SIZE_MAX ? sys().mmap(std::size_t(len), PROT_READ, MAP_SHARED, fd_, 0) : MAP_FAILED;
         if (map == MAP_FAILED) {
             map_refused_ = true;
             map_len_ = 0;
@@ -223,11 +224,11 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
             return Status::destination(errno, "sync_file_range", path_);
         break;
     case WritebackMode::ChunkSync: {
-        // Send the chunk now, so it travels while the helper's fdatasync of the ones before waits for its
-        // round trip (an NFS COMMIT, an SMB flush). Without it a share's link idled from the end of each chunk's
-        // writes to the start of the next fdatasync, a round trip or two per chunk: 66-76 % of a 100 Mbit/s,
-        // 20 ms link (tests/vm/shares.py). Durable still means the fdatasync returned. A failure here is not
-        // the copy's: the fdatasync reports whatever the filesystem really could not do.
+        // Send the chunk now, so it travels while the helper's sync of the ones before waits for its round trip
+        // (an NFS COMMIT, an SMB flush). Without it a share's link idled from the end of each chunk's writes to
+        // the start of the next sync, a round trip or two per chunk: 66-76 % of a 100 Mbit/s, 20 ms link
+        // (tests/vm/shares.py). Durable still means the helper's sync returned. A failure here is not the copy's:
+        // that sync reports whatever the filesystem really could not do.
         sys().sync_file_range(fd_, off_t(off), off_t(len), SYNC_FILE_RANGE_WRITE);
         if (Status s = start_sync_thread(); !s)
             return s;

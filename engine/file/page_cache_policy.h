@@ -21,7 +21,8 @@
 // windows' too, so each one ran the link dry before its COMMIT or flush went out, and the copy waiting on it sent
 // nothing meanwhile (an idle link every 1.6 s, 0.4-0.5 s of 11 s over 100 Mbit/s and 20 ms in the VM). There is
 // no ranged fdatasync system call, but msync(MS_SYNC) over a shared map of the file is one (vfs_fsync_range
-// on the mapped bytes): NFS commits and SMB flushes after waiting for that range alone. The map is never
+// on the mapped bytes): NFS and SMB wait for the writeback of that range alone, then commit (NFS: every page of
+// the file the server has) or flush. The map is never
 // touched; a file that can't be mapped is synced whole with fdatasync, as before.
 //
 // Small files (small_batch.h) on a fixed disk's journaling filesystem get no writeback of their own: a

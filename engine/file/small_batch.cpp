@@ -162,8 +162,11 @@ void SmallFileBatch::hand_off()
             settle_inline(filling_);
         else if (settles_in_background(filling_))
             settle_in_background(std::move(filling_));
-        else
+        else {
+            // The group before first: hooks in the files' order, and no free-name search beside its renames.
+            finish_settling();
             settle_each(filling_);
+        }
         filling_ = {};
         return;
     }

@@ -5,8 +5,9 @@
 // would go on showing what they last were. Progress snapshots carry the time since anything last moved, once it
 // is long enough to say so (kStallNotice), so the front ends say "not responding" instead.
 //
-// Moving is any of: a byte handed over, a byte made durable, a file finished, a beat (JobControl::beat: reading
-// a copy back, which changes none of the counters; a file skipped or failed; the plan finished). Nothing counts as
+// Moving is any of: a byte handed over (not onto a share: copy_motion), a byte made durable, a file finished, a
+// beat (JobControl::beat: reading a copy back, which changes none of the counters; a file skipped or failed; the
+// plan finished; a file created on a share). Nothing counts as
 // a stall before the plan is done (it walks a big tree first), nor while the job is not running (paused, queued,
 // finished).
 #pragma once

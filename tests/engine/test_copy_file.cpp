@@ -340,7 +340,7 @@ TEST_CASE_METHOD(Faulted, "copy file to file: a FUSE share that refuses O_DIRECT
     CHECK(fs.direct_pwrites == 0);
 }
 
-TEST_CASE_METHOD(Faulted, "resume points: onto a share each window's own fdatasync is the checkpoint's data sync")
+TEST_CASE_METHOD(Faulted, "resume points: onto a share each window's own sync is the checkpoint's data sync")
 {
     auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(dir->valid());
