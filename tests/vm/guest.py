@@ -96,6 +96,10 @@ def identical(a, b):
     modification time, and a copy keeps the source's time, so a second copy to the same path would be taken as
     identical without being read."""
     filecmp.clear_cache()
+    if not os.path.exists(b):  # a check that fails, with what is there instead, not a scenario that breaks
+        folder = os.path.dirname(b)
+        diag(f"{b} is missing; {folder} holds {sorted(os.listdir(folder)) if os.path.isdir(folder) else 'nothing'}")
+        return False
     return filecmp.cmp(a, b, shallow=False)
 
 

@@ -380,6 +380,9 @@ def scenario_stall(name):
     noticed = state["noticed"]
     g.diag(f"{name}: stall for {STALL_SECONDS} s; sanecp said so "
            f"{'never' if noticed is None else f'{noticed - stalled_at:.1f} s after it began'}; done after {secs:.1f} s")
+    if rc != 0 or not os.path.exists(f"{server_folder(name)}/big.bin"):
+        g.diag(f"{name}: stall: sanecp exited {rc}; its last records: "
+               + "; ".join(json.dumps(r) for r in [r for r in records if r.get("type") != "progress"][-4:]))
     g.tap(rc == 0, f"{name}: stall: the copy completes once the link is back", err.strip()[:200])
     g.tap(g.identical(src, f"{server_folder(name)}/big.bin"),
           f"{name}: stall: byte-identical on the server")
