@@ -8,6 +8,7 @@
 #   dev.sh test-debian13          the same suite on Debian 13 (KF6, Qt 6.8) in a cached debootstrap root, then
 #                                 the .deb in a clean Debian 13 root (packaging/debian13.sh; root only)
 #   dev.sh test-usb [NAME,...]    the USB stick scenarios (tests/vm/) in a qemu guest running Debian 13's kernel
+#                                 ("compare" among the names: dd and cp timed beside sanecp)
 #   dev.sh test-flatpak           the flatpak built from the manifest against a stand-in KDE runtime made from
 #                                 Debian 13, and tests/flatpak/ run inside its sandbox (root only)
 # Safe to run again: apt is only called for packages that are not installed yet. As non-root it prints the

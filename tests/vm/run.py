@@ -69,30 +69,39 @@ def print_table(header, rows):
 
 
 def print_tables(table):
-    """The run's figures as the Markdown tables docs/usb-vm.md keeps."""
+    """The run's figures as the Markdown tables docs/usb-vm.md keeps. The other tools' columns hold a dash when they
+    did not run (no "compare" among the scenario names)."""
     mib = 1 << 20
+
+    def secs(x):
+        return "-" if x is None else f"{x:.2f} s"
+
+    def ratio(x):
+        return "-" if x is None else f"{x:.3f}x"
+
+    def size(x):
+        return "-" if x is None else f"{x / mib:.1f} MiB"
+
     if table.get("big"):
         print_table(["fs", "dd oflag=direct", "cp + sync", "sanecp", "sanecp / better", "sanecp peak dirty",
                      "cp peak dirty"],
-                    [[r["fs"], f"{r['dd']:.2f} s", f"{r['cp']:.2f} s", f"{r['sanecp']:.2f} s", f"{r['ratio']:.3f}x",
-                      f"{r['peak'] / mib:.1f} MiB", f"{r['cp_peak'] / mib:.1f} MiB"] for r in table["big"]])
+                    [[r["fs"], secs(r["dd"]), secs(r["cp"]), secs(r["sanecp"]), ratio(r["ratio"]), size(r["peak"]),
+                      size(r["cp_peak"])] for r in table["big"]])
     if table.get("small"):
         print_table(["fs", "cp -r + sync", "sanecp", "sanecp / cp", "sanecp peak dirty"],
-                    [[r["fs"], f"{r['cp']:.2f} s", f"{r['sanecp']:.2f} s", f"{r['ratio']:.3f}x",
-                      f"{r['peak'] / mib:.1f} MiB"] for r in table["small"]])
+                    [[r["fs"], secs(r["cp"]), secs(r["sanecp"]), ratio(r["ratio"]), size(r["peak"])]
+                     for r in table["small"]])
     if table.get("shares"):
         print("# Shares: servers in a network namespace behind netem, 100 Mbit/s and 10 ms each way; 120 MiB file "
               "(the link's own limit 10.07 s), 100 small files.")
         big = [r for r in table["shares"] if "link" in r]
         print_table(["share", "dd oflag=direct", "cp + sync", "sanecp", "of the link", "sanecp / better",
                      "sanecp peak dirty", "cp peak dirty"],
-                    [[r["fs"], f"{r['dd']:.2f} s", f"{r['cp']:.2f} s", f"{r['sanecp']:.2f} s", f"{r['link']:.1%}",
-                      f"{r['ratio']:.3f}x", f"{r['peak'] / mib:.1f} MiB", f"{r['cp_peak'] / mib:.1f} MiB"]
-                     for r in big])
+                    [[r["fs"], secs(r["dd"]), secs(r["cp"]), secs(r["sanecp"]), f"{r['link']:.1%}",
+                      ratio(r["ratio"]), size(r["peak"]), size(r["cp_peak"])] for r in big])
         small = [r for r in table["shares"] if "link" not in r]
         print_table(["share", "cp -r + sync", "sanecp", "sanecp / cp", "sanecp peak dirty"],
-                    [[r["fs"], f"{r['cp']:.2f} s", f"{r['sanecp']:.2f} s", f"{r['ratio']:.3f}x",
-                      f"{r['peak'] / mib:.1f} MiB"] for r in small])
+                    [[r["fs"], secs(r["cp"]), secs(r["sanecp"]), ratio(r["ratio"]), size(r["peak"])] for r in small])
     if table.get("bench"):
         rows = []
         for r in table["bench"]:
