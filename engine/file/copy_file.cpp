@@ -304,14 +304,11 @@ public:
         if (!session_.meter.measured())
             session_.meter.start(monotonic_seconds(), session_.durable_total);
         next_checkpoint_ = monotonic_seconds() + session_.checkpoint_seconds;
-        Status s = loop();
+        Status s = copy_and_drain();
+        while (!s && write_again(s))
+            s = copy_and_drain();
         mover_.stop_direct();
-        uint64_t d = 0;
-        Status drained = windows_.drain(d);
-        take_durable(d);
         source_.release_all();
-        if (s && !drained)
-            s = std::move(drained);
         // A trailing hole was never written: the size says it.
         if (s && sparse_ && off_ == size_ && sys().ftruncate(dst_, off_t(size_)) < 0)
             return Status::destination(errno, "ftruncate", path_);
@@ -319,6 +316,42 @@ public:
     }
 
 private:
+    // Whatever the copy did, it waits for the windows in flight.
+    Status copy_and_drain()
+    {
+        Status s = loop();
+        uint64_t d = 0;
+        Status drained = windows_.drain(d);
+        take_durable(d);
+        if (s && !drained)
+            s = std::move(drained);
+        return s;
+    }
+
+    // A share's client may answer a sync with "try again": the SMB client did, once it had made its connection
+    // anew after the link stood still for 20 s (tests/vm/shares.py, share-stall-cifs). That says nothing of what
+    // became of the bytes not yet synced, so they are written again from the source, from the end of what is
+    // durable. Up to kWriteAgain times in a row with nothing made durable between them; then the copy fails with
+    // the error, its part file kept for --resume (job_report.cpp). Not for a sparse file: its holes were counted
+    // durable as they were passed, and going back over them would count them again.
+    bool write_again(const Status &s)
+    {
+        if (s.err() != EAGAIN || !s.on_destination() || session_.route.writeback != WritebackMode::ChunkSync || sparse_)
+            return false;
+        if (result_.durable > durable_at_write_again_)
+            written_again_ = 0;
+        if (written_again_ == kWriteAgain)
+            return false;
+        const std::optional<uint64_t> from = windows_.forget_unsynced();
+        if (!from || *from > off_)
+            return false;
+        ++written_again_;
+        durable_at_write_again_ = result_.durable;
+        counters_.written_bytes.fetch_sub(off_ - *from, std::memory_order_relaxed);
+        result_.copied = off_ = *from;
+        return true;
+    }
+
     Status loop()
     {
         while (off_ < size_) {
@@ -444,6 +477,9 @@ private:
     bool sparse_ = false;
     uint64_t data_end_ = 0; // end of the data segment |off_| is in; looked up when reached
     double next_checkpoint_ = 0;
+    static constexpr int kWriteAgain = 3;
+    int written_again_ = 0;               // times in a row the unsynced windows were written again
+    uint64_t durable_at_write_again_ = 0; // result_.durable when they last were
 };
 
 } // namespace

@@ -271,6 +271,23 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
     return {};
 }
 
+std::optional<uint64_t> WritebackWindows::forget_unsynced()
+{
+    if (queue_.empty())
+        return std::nullopt;
+    const uint64_t from = queue_.front().off;
+    if (mode_ == WritebackMode::ChunkSync) {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return unsynced_.empty(); });
+        sync_error_ = 0;
+        sync_error_op_ = "";
+        synced_ = waited_ = 0;
+    }
+    queue_.clear();
+    pending_bytes_ = 0;
+    return from;
+}
+
 Status WritebackWindows::drain(uint64_t &durable)
 {
     const bool had_windows = !queue_.empty();

@@ -120,6 +120,10 @@ public:
     Status drain(uint64_t &durable);
     // Bytes handed over but not yet known durable.
     uint64_t pending_bytes() const { return pending_bytes_; }
+    // After submit or drain failed: waits until the helper is done with the windows it was handed, then forgets
+    // every window not known durable and the failure, and returns where the first of them starts (everything
+    // before it is durable). Nothing when no window was pending.
+    std::optional<uint64_t> forget_unsynced();
 
 private:
     struct Window {

@@ -10,8 +10,12 @@
 namespace sanecopy {
 
 namespace {
-// A share's server or the link to it gone (a soft mount timing out, a dropped connection).
-bool link_lost(int err) { return err == ETIMEDOUT || err == EHOSTDOWN || err == EHOSTUNREACH || err == ENETUNREACH; }
+// A share's server or the link to it gone (a soft mount timing out, a dropped connection), or a share that still
+// answers "try again" after the copy wrote its unsynced bytes again (copy_file.cpp, ChunkedCopy::write_again).
+bool link_lost(int err)
+{
+    return err == ETIMEDOUT || err == EHOSTDOWN || err == EHOSTUNREACH || err == ENETUNREACH || err == EAGAIN;
+}
 } // namespace
 
 bool keeps_part_file(int err)

@@ -107,8 +107,12 @@ std::function<Status()> make_checkpoint(PartFile &part, DataSync how, WritebackM
         }
         if (entry_synced)
             return {};
+        Status s = sync_directory(part.dir()->get(), part.dir_path());
+        // A share's "try again" (the SMB client making its connection anew): the next resume point tries again.
+        if (!s && s.err() == EAGAIN && windows_sync)
+            return {};
         entry_synced = true;
-        return sync_directory(part.dir()->get(), part.dir_path());
+        return s;
     };
 }
 

@@ -33,6 +33,10 @@ struct FaultSyscalls : Syscalls {
     int fdatasync_errno = 0;
     std::atomic<int> fdatasync_errno_once {0}; // the next fdatasync fails with this, later ones as fdatasync_errno says
     int msync_errno = 0;
+    std::atomic<int> fsync_errno_once {0}; // the next fsync fails with this
+    // The msync numbered |msync_fail_call| (from 1) fails with |msync_fail_errno|; the others as msync_errno says.
+    int msync_fail_call = 0;
+    int msync_fail_errno = 0;
     bool refuse_mmap = false; // every mmap fails with ENODEV, as on a filesystem without it
     int syncfs_errno = 0;
     // O_DIRECT set with fcntl is kept here instead of being passed on (the test's own folder may not take it);
@@ -46,6 +50,7 @@ struct FaultSyscalls : Syscalls {
     std::atomic<int> fdatasync_calls {0}, fsync_calls {0}, syncfs_calls {0}, sync_file_range_calls {0};
     std::atomic<int> msync_calls {0};
     std::atomic<uint64_t> msync_bytes {0}, msync_widest {0};
+    std::atomic<int> seeks_to_start {0}; // lseek(fd, 0, SEEK_SET): a copy that starts over positions its file there
     std::atomic<int> sync_file_range_waits {0}, dontneed_calls {0}, willneed_calls {0}, eintr_injected {0};
     std::atomic<uint64_t> moved {0};
     std::atomic<int> data_calls {0};
@@ -186,9 +191,13 @@ struct FaultSyscalls : Syscalls {
     }
     int raw_msync(void *addr, size_t len, int flags) override
     {
-        ++msync_calls;
+        const int call = ++msync_calls;
         msync_bytes += len;
         for (uint64_t w = msync_widest; len > w && !msync_widest.compare_exchange_weak(w, len);) {
+        }
+        if (call == msync_fail_call && msync_fail_errno) {
+            errno = msync_fail_errno;
+            return -1;
         }
         if (msync_errno) {
             errno = msync_errno;
@@ -196,9 +205,19 @@ struct FaultSyscalls : Syscalls {
         }
         return Syscalls::raw_msync(addr, len, flags);
     }
+    off_t raw_lseek(int fd, off_t off, int whence) override
+    {
+        if (off == 0 && whence == SEEK_SET)
+            ++seeks_to_start;
+        return Syscalls::raw_lseek(fd, off, whence);
+    }
     int raw_fsync(int fd) override
     {
         ++fsync_calls;
+        if (const int err = fsync_errno_once.exchange(0)) {
+            errno = err;
+            return -1;
+        }
         return Syscalls::raw_fsync(fd);
     }
     int raw_syncfs(int fd) override

@@ -276,20 +276,81 @@ TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode on a file that can'
     CHECK(result.durable == 12 * MiB);
 }
 
+// t/src copied whole to t/dst as onto a share (each window synced by its own msync), the sync failing: the copy
+// fails with |err| from msync and counts nothing durable.
+void share_copy_fails(const TempDir &t, int err, ProgressCounters &counters, FileCopyResult &result)
+{
+    const CopyRoute route {false, WritebackMode::ChunkSync, true};
+    const Status s = copy_with(route, t / "src", t / "dst", file_size(t / "src"), result, counters);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.err() == err);
+    CHECK(s.message().find("msync") != std::string::npos);
+    CHECK(counters.durable_bytes == 0);
+}
+
 TEST_CASE_METHOD(Faulted,
                  "copy file to file: a window's failed sync fails the copy and counts nothing durable after it")
 {
     write_pattern_file(t / "src", 12 * MiB);
     fs.msync_errno = EIO;
+    ProgressCounters counters;
+    FileCopyResult result;
+    share_copy_fails(t, EIO, counters, result);
+    CHECK(result.durable == 0);
+}
+
+TEST_CASE_METHOD(Faulted, "copy file to file: a share's \"try again\" to a sync writes the unsynced windows again")
+{
+    // The SMB client answered EAGAIN once it had made its connection anew after a stalled link: the windows not
+    // yet synced are written again from the end of what is durable, and the copy ends whole and counted once.
+    write_pattern_file(t / "src", 32 * MiB);
+    fs.msync_fail_call = 2; // the first sync went through: the copy goes back to the first window not synced
+    fs.msync_fail_errno = EAGAIN;
     CopyRoute route {false, WritebackMode::ChunkSync, true};
     ProgressCounters counters;
     FileCopyResult result;
-    const Status s = copy_with(route, t / "src", t / "dst", 12 * MiB, result, counters);
+    const Status s = copy_with(route, t / "src", t / "dst", 32 * MiB, result, counters);
+    REQUIRE(s.ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(result.durable == 32 * MiB);
+    CHECK(result.copied == 32 * MiB);
+    CHECK(counters.durable_bytes == 32 * MiB);
+    CHECK(counters.written_bytes == 32 * MiB); // the bytes written again are not counted twice
+    CHECK(fs.msync_bytes > 32 * MiB);          // but they were synced again
+    CHECK(fs.moved > 32 * MiB);
+}
+
+TEST_CASE_METHOD(Faulted, "copy file to file: a share that keeps answering \"try again\" fails the copy in the end")
+{
+    write_pattern_file(t / "src", 12 * MiB);
+    fs.msync_errno = EAGAIN;
+    ProgressCounters counters;
+    FileCopyResult result;
+    share_copy_fails(t, EAGAIN, counters, result);
+    CHECK(fs.seeks_to_start == 3); // nothing became durable: three more tries from the start, then it gives up
+    CHECK(counters.written_bytes <= 12 * MiB);
+}
+
+TEST_CASE_METHOD(Faulted, "copy file to file: a sparse file is not written again after a share's \"try again\"")
+{
+    // Its holes were counted durable as they were passed: going back over them would count them twice.
+    {
+        UniqueFd fd(::open((t / "src").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
+        REQUIRE(fd.valid());
+        std::string block(MiB, 'x');
+        for (uint64_t at : {uint64_t(0), 20 * MiB})
+            REQUIRE(::pwrite(fd.get(), block.data(), block.size(), off_t(at)) == ssize_t(MiB));
+        REQUIRE(::ftruncate(fd.get(), 32 * MiB) == 0);
+    }
+    fs.msync_errno = EAGAIN;
+    CopyRoute route {false, WritebackMode::ChunkSync, true};
+    ProgressCounters counters;
+    FileCopyResult result;
+    const Status s = copy_with(route, t / "src", t / "dst", 32 * MiB, result, counters);
     REQUIRE_FALSE(s.ok());
-    CHECK(s.err() == EIO);
-    CHECK(s.message().find("msync") != std::string::npos);
-    CHECK(counters.durable_bytes == 0);
-    CHECK(result.durable == 0);
+    CHECK(s.err() == EAGAIN);
+    CHECK(fs.seeks_to_start == 0);
+    CHECK(counters.durable_bytes == 30 * MiB); // its holes, once; none of its data
 }
 
 TEST_CASE_METHOD(Faulted, "copy file to file: onto a FUSE share a big file goes by O_DIRECT writes of a whole buffer")
@@ -356,6 +417,26 @@ TEST_CASE_METHOD(Faulted, "resume points: onto a share each window's own sync is
     REQUIRE(stick().ok());
     CHECK(fs.fdatasync_calls == 2);
     CHECK(fs.fsync_calls == 2);
+}
+
+TEST_CASE_METHOD(Faulted, "resume points: a share's \"try again\" to the folder's sync is tried at the next one")
+{
+    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(dir->valid());
+    auto part = PartFile::create(dir, t.path(), "big.bin");
+    REQUIRE(part.ok());
+    auto share = job_detail::make_checkpoint(part.value(), DataSync::File, WritebackMode::ChunkSync);
+    fs.fsync_errno_once = EAGAIN;
+    REQUIRE(share().ok()); // not the copy's failure
+    REQUIRE(share().ok());
+    REQUIRE(share().ok());
+    CHECK(fs.fsync_calls == 2); // the refused one, then once more, then no more
+    // Any other failure of it is the copy's.
+    auto again = job_detail::make_checkpoint(part.value(), DataSync::File, WritebackMode::ChunkSync);
+    fs.fsync_errno_once = EIO;
+    const Status s = again();
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.err() == EIO);
 }
 
 TEST_CASE_METHOD(Faulted, "copy file to file: tmpfs route does no syncing and no eviction")
