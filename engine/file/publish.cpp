@@ -108,7 +108,8 @@ PartFile PartFile::named(SharedDirFd dir, const std::string &dir_path, const std
     return part;
 }
 
-Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, const std::string &name, mode_t mode)
+Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, const std::string &name, mode_t mode,
+                                  bool replace_left)
 {
     PartFile part = named(std::move(dir), dir_path, name);
     // Read access too, though nothing reads it here: a share's windows are synced through a map of the file
@@ -123,7 +124,7 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
                 part.created_bits_ = int(mode & 0777 & ~mode_t(mask));
             return part;
         }
-        if (errno == EEXIST && attempt == 0) {
+        if (errno == EEXIST && attempt == 0 && replace_left) {
             // Left by an interrupted run. Only a regular file is taken away; anything else under a name of
             // that shape is not ours.
             struct stat st {};

@@ -49,9 +49,9 @@ public:
     ~PartFile();
 
     // Creates the part file for |name| in |dir| (|dir_path| is for messages). A part file left by an earlier,
-    // interrupted run is replaced.
+    // interrupted run is replaced, unless |replace_left| is false: then that fails with EEXIST.
     static Result<PartFile> create(SharedDirFd dir, const std::string &dir_path, const std::string &name,
-                                   mode_t mode = 0600);
+                                   mode_t mode = 0600, bool replace_left = true);
 
     // Opens the part file an interrupted run left for |name|, for resuming; |size| is what it holds. Fails with
     // ENOENT when there is none (or it is not a regular file), so the caller creates one.

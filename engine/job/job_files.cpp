@@ -136,6 +136,12 @@ Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const
 {
     start = 0;
     if (syncs()) {
+        // Most copies find no part file: a new one is tried first. On a share that is one round trip before the
+        // first byte instead of two (a failed open, then the create).
+        Result<PartFile> fresh =
+            PartFile::create(task.dst_dir, task.dst_display, task.dst_name, part_mode(task.entry.mode), false);
+        if (fresh.ok() || fresh.status().err() != EEXIST)
+            return fresh;
         uint64_t have = 0;
         Result<PartFile> part = PartFile::reopen(task.dst_dir, task.dst_display, task.dst_name, have);
         struct stat part_st {};
@@ -163,9 +169,11 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
     if (!part.ok())
         return part.status();
     PartFile &pf = part.value();
-    // A sparse source is not reserved: reserving its whole size would fill its holes.
+    // A sparse source is not reserved: reserving its whole size would fill its holes. Nor is a file on a share:
+    // the server allocates as the bytes come (the plan checked its free space), and NFS's ALLOCATE is one more
+    // round trip before the first byte.
     const bool sparse = uint64_t(st.st_blocks) * 512 < size;
-    if (syncs() && !sparse) {
+    if (syncs() && !sparse && !is_network_share(device_)) {
         if (Status rs = reserve_space(pf, start, size); !rs)
             return rs;
     }
