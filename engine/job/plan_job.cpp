@@ -191,14 +191,38 @@ void note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const s
     look.held = space.rounded(uint64_t(st.st_blocks) * 512);
 }
 
+// The walk is in pre-order: once a folder's target is known not to exist, nothing below it can be taken, so what
+// it holds is not looked up entry by entry (a lookup a file: a million for a tree of a million files, a round trip
+// each on a share). One lookup a folder instead.
+struct AbsentTarget {
+    std::optional<std::string> folder; // by PlanEntry::rel
+
+    bool covers(const PlanEntry &e)
+    {
+        if (folder && !below(e.rel, *folder))
+            folder.reset();
+        return folder.has_value();
+    }
+    void look_at_folder(const PlanEntry &e, const std::string &target)
+    {
+        struct stat st {};
+        if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+            folder = e.rel;
+    }
+};
+
 // What stands at the target of an entry that is not left out.
 TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const JobSpec &spec,
-                          const SpaceCount &space)
+                          const SpaceCount &space, AbsentTarget &absent)
 {
-    const std::string target =
-        join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
     TargetLook look;
     look.takes = space.rounded(e.allocated);
+    if (absent.covers(e))
+        return look;
+    const std::string target =
+        join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
+    if (e.kind == EntryKind::Directory)
+        absent.look_at_folder(e, target);
     // Only "copy what fits" counts it: a resumed copy's space is not checked up front (space_problem).
     if (spec.resume && spec.fit_to_space && e.kind == EntryKind::File && plan.device.free_bytes)
         look.left = space.rounded(left_by_interrupted_run(target, e, plan.device.limits));
@@ -207,13 +231,14 @@ TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &
     return look;
 }
 
-void plan_entry(JobPlan &plan, ItemPlan &item, PlanEntry &e, const JobSpec &spec, SpaceCounts &space)
+void plan_entry(JobPlan &plan, ItemPlan &item, PlanEntry &e, const JobSpec &spec, SpaceCounts &space,
+                AbsentTarget &absent)
 {
     item.bytes += e.kind == EntryKind::File ? e.size : 0;
     item.files += e.kind == EntryKind::File || e.kind == EntryKind::Symlink;
     check_against_device(item.item, e, spec, plan.device);
     if (e.skip_reason.empty()) {
-        const TargetLook look = look_at_target(plan, item, e, spec, space.job);
+        const TargetLook look = look_at_target(plan, item, e, spec, space.job, absent);
         for (std::size_t i = 0; i < space.all.size(); ++i) {
             space.all[i].add(e, look, false);
             space.fit[i].add(e, look, false);
@@ -276,10 +301,11 @@ JobPlan plan_job(const JobSpec &spec)
             plan.errors.push_back(std::move(s));
         });
         TreeWarmer warmer(join(item.item.source_dir, item.item.source_name));
+        AbsentTarget absent;
         for (PlanEntry e; walk.next(e);) {
             item.found = true;
             warmer.met_entry();
-            plan_entry(plan, item, e, spec, space);
+            plan_entry(plan, item, e, spec, space, absent);
         }
     }
     count_space(plan, spec, space);

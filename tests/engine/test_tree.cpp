@@ -426,6 +426,44 @@ TEST_CASE("plan: files whose target name is taken are listed before the first by
     CHECK(plan_job(resume).taken.empty());
 }
 
+TEST_CASE("plan: what a folder whose target does not exist yet holds is not looked up file by file")
+{
+    // One lookup a folder, not a file: a million lookups for a tree of a million files, a round trip each on a share.
+    TempDir t;
+    for (const char *dir : {"src", "src/tree", "src/tree/new", "src/tree/old", "out", "out/tree", "out/tree/old"})
+        mkdir_p(t / dir);
+    for (const char *file : {"a", "b", "c"}) {
+        write_pattern_file(t / (std::string("src/tree/new/") + file), 100);
+        write_pattern_file(t / (std::string("src/tree/old/") + file), 100);
+    }
+    write_pattern_file(t / "out/tree/old/b", 10);
+    struct Lookups : Syscalls {
+        std::vector<std::string> paths;
+        int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
+        {
+            if (dirfd == AT_FDCWD)
+                paths.emplace_back(path);
+            return Syscalls::raw_fstatat(dirfd, path, st, flags);
+        }
+    } lookups;
+    JobPlan plan;
+    {
+        ScopedSyscalls seam(lookups);
+        plan = plan_job(spec_of({t / "src/tree"}, t / "out"));
+    }
+    REQUIRE(plan.taken.size() == 1);
+    CHECK(plan.taken[0].target == t / "out/tree/old/b");
+    CHECK(plan.files == 6);
+    const auto looked_up = [&](const std::string &path) {
+        return std::count(lookups.paths.begin(), lookups.paths.end(), path);
+    };
+    CHECK(looked_up(t / "out/tree/new") == 1);
+    CHECK(looked_up(t / "out/tree/new/a") == 0);
+    CHECK(looked_up(t / "out/tree/new/c") == 0);
+    CHECK(looked_up(t / "out/tree/old/a") == 1); // its folder is there: each file is looked at
+    CHECK(looked_up(t / "out/tree/old/c") == 1);
+}
+
 namespace {
 // The device shows |free| bytes free; the folders listed are counted.
 struct SmallDevice : FaultSyscalls {
