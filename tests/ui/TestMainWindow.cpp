@@ -696,6 +696,37 @@ private Q_SLOTS:
         QVERIFY(!view.rowFor(1) && !view.rowFor(2));
     }
 
+    void cancelPressedLeavesNeitherPauseNorResume()
+    {
+        // A copy that is cancelling, as a stalled share keeps one for a while, must not offer Pause or Resume.
+        JobModel model;
+        QueueView view(&model);
+        view.resize(700, 400);
+        view.show();
+        model.addJob(1, QStringLiteral("a → NAS"), QStringLiteral("/mnt/nas"), QStringLiteral("/mnt/nas"), QString(),
+                     false);
+        SaneCopy::JobProgress p;
+        p.jobId = 1;
+        p.state = int(sanecopy::JobState::Running);
+        p.totalBytes = 1000;
+        p.writtenBytes = 400;
+        p.durableBytes = 300;
+        model.onProgress(p);
+        QCoreApplication::processEvents();
+        JobRow *row = view.rowFor(1);
+        QVERIFY(row->pauseButton()->isVisible() && row->pauseButton()->isEnabled());
+        row->cancelButton()->click();
+        QVERIFY(!row->cancelButton()->isEnabled());
+        QVERIFY(!row->pauseButton()->isEnabled());
+        model.onProgress(p); // the job is still running until it stops: the row is refreshed meanwhile
+        QCoreApplication::processEvents();
+        QVERIFY(!row->pauseButton()->isEnabled());
+        p.state = int(sanecopy::JobState::Paused); // and one that was paused is not offered Resume
+        model.onProgress(p);
+        QCoreApplication::processEvents();
+        QVERIFY(!row->pauseButton()->isEnabled());
+    }
+
     void aNewJobIsScrolledIntoView()
     {
         JobModel model;

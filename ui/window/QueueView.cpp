@@ -77,6 +77,7 @@ void JobRow::makeButtons()
     });
     connect(cancel_, &QToolButton::clicked, this, [this] {
         cancel_->setEnabled(false); // once is enough: the row says what happens next
+        pause_->setEnabled(false);
         Q_EMIT cancelRequested(jobId_);
     });
     connect(eject_, &QToolButton::clicked, this, [this] { Q_EMIT ejectRequested(jobId_); });
@@ -139,7 +140,8 @@ void JobRow::refresh()
     const bool active = state == JobState::Queued || state == JobState::Running || state == JobState::Paused;
     paused_ = state == JobState::Paused;
     pause_->setVisible(active);
-    pause_->setEnabled(state != JobState::Queued);
+    // Once Cancel is pressed the row says what happens next; Pause or Resume would only contradict it.
+    pause_->setEnabled(state != JobState::Queued && cancel_->isEnabled());
     pause_->setText(paused_ ? tr("Resume") : tr("Pause"));
     pause_->setToolTip(paused_ ? tr("Go on with this copy where it stopped")
                                : tr("Pause this copy: what is on the device stays, and Resume goes on from there"));
