@@ -401,12 +401,19 @@ TEST_CASE_METHOD(Faulted, "copy file to file: a FUSE share that refuses O_DIRECT
     CHECK(fs.direct_pwrites == 0);
 }
 
-TEST_CASE_METHOD(Faulted, "resume points: onto a share each window's own sync is the checkpoint's data sync")
+// A part file for "big.bin" in |t|, as a big file's copy makes it.
+Result<PartFile> part_file_in(const TempDir &t)
 {
     auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(dir->valid());
-    auto part = PartFile::create(dir, t.path(), "big.bin");
+    Result<PartFile> part = PartFile::create(dir, t.path(), "big.bin");
     REQUIRE(part.ok());
+    return part;
+}
+
+TEST_CASE_METHOD(Faulted, "resume points: onto a share each window's own sync is the checkpoint's data sync")
+{
+    Result<PartFile> part = part_file_in(t);
     auto share = job_detail::make_checkpoint(part.value(), DataSync::File, WritebackMode::ChunkSync);
     REQUIRE(share().ok());
     REQUIRE(share().ok());
@@ -421,10 +428,7 @@ TEST_CASE_METHOD(Faulted, "resume points: onto a share each window's own sync is
 
 TEST_CASE_METHOD(Faulted, "resume points: a share's \"try again\" to the folder's sync is tried at the next one")
 {
-    auto dir = std::make_shared<const UniqueFd>(::open(t.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    REQUIRE(dir->valid());
-    auto part = PartFile::create(dir, t.path(), "big.bin");
-    REQUIRE(part.ok());
+    Result<PartFile> part = part_file_in(t);
     auto share = job_detail::make_checkpoint(part.value(), DataSync::File, WritebackMode::ChunkSync);
     fs.fsync_errno_once = EAGAIN;
     REQUIRE(share().ok()); // not the copy's failure
