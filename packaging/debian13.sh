@@ -56,6 +56,9 @@ packages=(
     # The German locale's sources, for the tests that run as a German user (stick.german_session); lintian for
     # packaging/deb_lintian, as on Debian 12.
     locales lintian
+    # Dolphin's network folders for real (tests/ui/test_kio_fuse.py): kio-fuse, KIO's sftp worker and an sshd.
+    # Here only: on a developer's Debian 12 the package would start an ssh server (the test skips there).
+    kio-fuse kio-extras openssh-server openssh-client
 )
 # What the clean root gets beside the .deb: the client that drives the installed worker, man for its pages, and
 # lintian, the distribution's own checks of a package.

@@ -188,8 +188,10 @@ Status PartFile::set_attributes(mode_t mode, const struct timespec &mtime)
 bool cannot_store_attributes(int err)
 {
     // FAT has no permission bits (vfat refuses what it can't represent with EPERM), and several FUSE drivers
-    // implement neither chmod nor utimens. Such a filesystem keeps the data; the attributes are best-effort.
-    return err == ENOSYS || err == EOPNOTSUPP || err == EPERM;
+    // implement neither chmod nor utimens: kio-fuse, the folder Dolphin's smb:// and sftp:// copies go through,
+    // answers a file's time with ENOTTY, and before that was taken here nothing could be copied into it. Such a
+    // filesystem keeps the data; the attributes are best-effort.
+    return err == ENOSYS || err == EOPNOTSUPP || err == EPERM || err == ENOTTY;
 }
 
 Status apply_attributes(int fd, mode_t mode, const struct timespec &mtime, const std::string &display)

@@ -39,6 +39,7 @@ struct FaultSyscalls : Syscalls {
     int msync_fail_errno = 0;
     bool refuse_mmap = false; // every mmap fails with ENODEV, as on a filesystem without it
     int syncfs_errno = 0;
+    int futimens_errno = 0; // every futimens fails with this (kio-fuse answers ENOTTY)
     // O_DIRECT set with fcntl is kept here instead of being passed on (the test's own folder may not take it);
     // a write through such a descriptor counts in direct_pwrites, or fails with this.
     int direct_pwrite_errno = 0;
@@ -219,6 +220,14 @@ struct FaultSyscalls : Syscalls {
             return -1;
         }
         return Syscalls::raw_fsync(fd);
+    }
+    int raw_futimens(int fd, const struct timespec times[2]) override
+    {
+        if (futimens_errno) {
+            errno = futimens_errno;
+            return -1;
+        }
+        return Syscalls::raw_futimens(fd, times);
     }
     int raw_syncfs(int fd) override
     {

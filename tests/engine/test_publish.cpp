@@ -5,6 +5,7 @@
 #include "job_helpers.h"
 #include "publish.h"
 #include "test_support.h"
+#include "units.h"
 
 #include <climits>
 #include <utility>
@@ -178,6 +179,23 @@ TEST_CASE("publish: a symlink sitting at the part name is not followed")
     auto part = PartFile::create(open_dir(t.path()), t.path(), "a.txt");
     CHECK_FALSE(part.ok());
     CHECK(read_file(t / "victim") == "keep me");
+}
+
+TEST_CASE_METHOD(Faulted, "file to file: a filesystem that can't store a file's time still gets its bytes")
+{
+    // kio-fuse (Dolphin's network folders) answers futimens with ENOTTY; FUSE drivers without it, ENOSYS.
+    const int err = GENERATE(ENOTTY, ENOSYS, EOPNOTSUPP);
+    fs.futimens_errno = err;
+    write_pattern_file(t / "small", 20000);
+    write_pattern_file(t / "big", 3 * kMiB);
+    JobSpec spec = spec_of({t / "small", t / "big"}, t / "dst");
+    ::mkdir((t / "dst").c_str(), 0755);
+    JobRun run = run_job(spec);
+    INFO("errno " << err);
+    CHECK(run.summary.ok());
+    CHECK(same_bytes(t / "small", t / "dst/small"));
+    CHECK(same_bytes(t / "big", t / "dst/big"));
+    CHECK_FALSE(exists(t / ("dst/" + part_name_for("big"))));
 }
 
 TEST_CASE("file to file: an existing target is refused by default and stays untouched")
