@@ -112,28 +112,40 @@ Result<PartFile> PartFile::create(SharedDirFd dir, const std::string &dir_path, 
                                   bool replace_left)
 {
     PartFile part = named(std::move(dir), dir_path, name);
+    if (Status s = part.create_file(mode, replace_left); !s)
+        return s;
+    return part;
+}
+
+PartFile PartFile::to_create(SharedDirFd dir, const std::string &dir_path, const std::string &name)
+{
+    return named(std::move(dir), dir_path, name);
+}
+
+Status PartFile::create_file(mode_t mode, bool replace_left)
+{
     // Read access too, though nothing reads it here: a share's windows are synced through a map of the file
     // (WritebackWindows), and a file open only for writing can't be mapped.
     const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
     for (int attempt = 0;; ++attempt) {
-        int fd = sys().openat(part.dir_->get(), part.part_.c_str(), flags, mode);
+        int fd = sys().openat(dir_->get(), part_.c_str(), flags, mode);
         if (fd >= 0) {
-            part.fd_.reset(fd);
-            part.owned_ = true;
+            fd_.reset(fd);
+            owned_ = true;
             if (const int mask = process_umask(); mask >= 0)
-                part.created_bits_ = int(mode & 0777 & ~mode_t(mask));
-            return part;
+                created_bits_ = int(mode & 0777 & ~mode_t(mask));
+            return {};
         }
         if (errno == EEXIST && attempt == 0 && replace_left) {
             // Left by an interrupted run. Only a regular file is taken away; anything else under a name of
             // that shape is not ours.
             struct stat st {};
-            if (sys().fstatat(part.dir_->get(), part.part_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                S_ISREG(st.st_mode) && sys().unlinkat(part.dir_->get(), part.part_.c_str(), 0) == 0)
+            if (sys().fstatat(dir_->get(), part_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                sys().unlinkat(dir_->get(), part_.c_str(), 0) == 0)
                 continue;
             errno = EEXIST;
         }
-        return Status::destination(errno, "create", dir_path + "/" + part.part_);
+        return Status::destination(errno, "create", dir_path_ + "/" + part_);
     }
 }
 

@@ -53,6 +53,12 @@ public:
     static Result<PartFile> create(SharedDirFd dir, const std::string &dir_path, const std::string &name,
                                    mode_t mode = 0600, bool replace_left = true);
 
+    // A part file for |name| in |dir| that is not created yet: create_file() makes it. A batch onto a share
+    // creates its files where they settle, side by side (SmallFileBatch, BatchedFile::to_write).
+    static PartFile to_create(SharedDirFd dir, const std::string &dir_path, const std::string &name);
+    // Creates the part file to_create() named, as create() does.
+    Status create_file(mode_t mode, bool replace_left = true);
+
     // Opens the part file an interrupted run left for |name|, for resuming; |size| is what it holds. Fails with
     // ENOENT when there is none (or it is not a regular file), so the caller creates one.
     static Result<PartFile> reopen(SharedDirFd dir, const std::string &dir_path, const std::string &name,

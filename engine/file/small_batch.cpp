@@ -344,6 +344,10 @@ std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
     });
     for_each_index(group.files.size(), together ? limits_.settle_threads : 1, [&](std::size_t i) {
         BatchedFile &f = group.files[i];
+        if (f.to_write) {
+            if (out[i].synced = write_now(f); !out[i].synced)
+                return;
+        }
         if (f.attributes) {
             if (out[i].synced = f.part.set_attributes(f.attributes->mode, f.attributes->mtime); !out[i].synced)
                 return;
@@ -356,6 +360,29 @@ std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
             out[i].published = f.part.commit(f.policy, &out[i].final_name);
     });
     return out;
+}
+
+// A to_write file's part file, created and written: on a settle thread, beside the group's other files. Its
+// |bytes| become what was written (counted so), whatever fails.
+Status SmallFileBatch::write_now(BatchedFile &f)
+{
+    DataToWrite w = std::move(*f.to_write);
+    f.to_write.reset();
+    f.bytes = 0;
+    if (w.stop && w.stop())
+        return Status::from_errno(ECANCELED, "copy", f.part.display_path());
+    if (Status s = f.part.create_file(w.mode); !s)
+        return s;
+    if (w.control)
+        w.control->beat();
+    CopySession session(w.route);
+    FileCopyResult copied;
+    Status s = copy_small_file_data(w.source.get(), f.part.fd(), w.size, session, *w.counters, f.part.display_path(),
+                                    copied, std::move(w.residency));
+    f.bytes = copied.copied;
+    if (s && w.control)
+        w.control->beat();
+    return s;
 }
 
 void SmallFileBatch::settle_each(Group &group)

@@ -128,6 +128,7 @@ Result<bool> IncrementalBatch::add(const std::string &source, const std::string 
                  std::nullopt,
                  nullptr,
                  {},
+                 {},
                  {}});
     ++held_;
     return true;

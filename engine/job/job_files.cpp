@@ -86,8 +86,36 @@ Status JobRunner::copy_file(FileTask &task, AttemptBytes &bytes)
     return copy_big(task, in, st, bytes);
 }
 
+// Onto a share the part file is created and written where its group settles, side by side with the others:
+// here only the source is opened. A failure there is reported as the file's error, as a failed sync is, and not
+// asked about (Retry, Skip): the group has gone on without it.
+Status JobRunner::write_side_by_side(FileTask &task, UniqueFd in, uint64_t size)
+{
+    BatchedFile f;
+    f.part = PartFile::to_create(task.dst_dir, task.dst_display, task.dst_name);
+    f.source = task.source;
+    f.bytes = size;
+    f.policy = task.policy;
+    f.note = task.note;
+    f.source_dir = task.src_dir;
+    f.source_name = task.src_name;
+    f.attributes = PendingAttributes {task.entry.mode, task.entry.mtime};
+    f.to_write = DataToWrite {std::move(in),
+                              size,
+                              part_mode(task.entry.mode),
+                              session_.route,
+                              &counters_,
+                              std::move(task.residency),
+                              &control_,
+                              [this] { return stopping(); }};
+    batch_->add(std::move(f));
+    return {};
+}
+
 Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, AttemptBytes &bytes)
 {
+    if (batch_->writes_side_by_side(task.policy) && !hashes())
+        return write_side_by_side(task, std::move(in), size);
     // Created with its final permission bits, so most files need no fchmod; set_attributes settles the rest.
     Result<PartFile> part = PartFile::create(task.dst_dir, task.dst_display, task.dst_name, part_mode(task.entry.mode));
     if (!part.ok())
@@ -126,7 +154,8 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
                  digest,
                  task.src_dir,
                  task.src_name,
-                 later});
+                 later,
+                 {}});
     return {};
 }
 

@@ -21,6 +21,7 @@
 #include "tree_plan.h"
 #include "units.h"
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -263,6 +264,7 @@ private:
     Status copy_file(FileTask &task, AttemptBytes &bytes);
     Status open_source(FileTask &task, UniqueFd &in, struct stat &st);
     Status copy_small(FileTask &task, UniqueFd in, uint64_t size, AttemptBytes &bytes);
+    Status write_side_by_side(FileTask &task, UniqueFd in, uint64_t size);
     Status copy_big(FileTask &task, const UniqueFd &in, const struct stat &st, AttemptBytes &bytes);
     Status fill_part(const FileTask &task, int in, uint64_t size, PartFile &part, uint64_t start,
                      FileCopyResult &copied, std::optional<Sha256Digest> &digest);
@@ -294,11 +296,12 @@ private:
     CopySession session_;
     DeviceInfo device_;
     JobSummary summary_;
-    bool aborted_ = false;
-    bool device_removed_ = false;    // the destination's device went away mid-job
-    bool stopped_by_answer_ = false; // "Cancel" answered to a question
-    bool loss_checked_ = false;      // an EIO was checked for a pulled stick already
-    SharedDirFd any_dest_dir_;       // for the job's last syncfs
+    // Read by a share's settle threads too (DataToWrite::stop), before each file they create.
+    std::atomic<bool> aborted_ = false;
+    bool device_removed_ = false;                 // the destination's device went away mid-job
+    std::atomic<bool> stopped_by_answer_ = false; // "Cancel" answered to a question
+    bool loss_checked_ = false;                   // an EIO was checked for a pulled stick already
+    SharedDirFd any_dest_dir_;                    // for the job's last syncfs
     // Where each close sleeps (vfat "flush"): the spec's, or the job's own, drained as the job ends. Declared
     // before the batch, which uses it until it goes.
     std::shared_ptr<BackgroundCloser> closer_;

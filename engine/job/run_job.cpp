@@ -30,6 +30,9 @@ SmallFileBatch::Hooks JobRunner::batch_hooks()
         hooks.verify = [this](const BatchedFile &f) { return verify_part(f.part, f.source_fd.get(), f.bytes); };
     hooks.failed = [this](BatchedFile &f, Status s) {
         take_back({f.bytes, f.durable ? f.bytes : 0, 0});
+        // Not written because the job stops (DataToWrite::stop): not an error of its own, as a cancelled copy isn't.
+        if (s.err() == ECANCELED && stopping())
+            return;
         report_error(std::move(s), f.source);
     };
     hooks.published = [this](BatchedFile &f) {

@@ -305,7 +305,7 @@ void add_files(SmallFileBatch &batch, const TempDir &t, int files, ConflictPolic
         std::optional<PendingAttributes> later;
         if (pending_times)
             later = PendingAttributes {0600, {1'600'000'000 + i, 0}};
-        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, later});
+        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, later, {}});
     }
 }
 } // namespace
@@ -643,10 +643,20 @@ struct RoundTripSync : FaultSyscalls {
     // its thread.
     bool sync_waits_for_create = false;
     std::chrono::milliseconds create_delay {0}; // a create's own round trip
+    std::atomic<int> creating {0}, most_creating {0};
+    std::string refuse_create; // a part file whose create fails with EACCES
     int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
     {
         if (flags & O_CREAT) {
+            if (path == refuse_create) {
+                errno = EACCES;
+                return -1;
+            }
+            const int now = ++creating;
+            for (int prev = most_creating.load(); now > prev && !most_creating.compare_exchange_weak(prev, now);) {
+            }
             std::this_thread::sleep_for(create_delay);
+            --creating;
             if (syncing.load() > 0)
                 ++created_while_syncing;
             ++creates;
@@ -746,12 +756,136 @@ TEST_CASE("small files on a share: a group that must settle on the job's thread 
         REQUIRE(part.ok());
         REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
         const ConflictPolicy policy = i == 6 ? ConflictPolicy::Rename : ConflictPolicy::Refuse;
-        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, {}});
+        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, {}, {}});
     }
     batch.flush();
     REQUIRE(published.size() == 8);
     for (int i = 0; i < 8; ++i)
         CHECK(published[size_t(i)] == t / ("f" + std::to_string(i)));
+}
+
+TEST_CASE("small files on a share: each file is created and written where its group settles, side by side")
+{
+    TempDir t;
+    ::mkdir((t / "src").c_str(), 0755);
+    ::mkdir((t / "dst").c_str(), 0755);
+    RoundTripSync fs;
+    fs.create_delay = std::chrono::milliseconds(20); // a create is a round trip too
+    fs.refuse_create = part_name_for("f7");
+    ScopedSyscalls seam(fs);
+    std::vector<std::string> published;
+    std::vector<std::pair<std::string, Status>> failed;
+    uint64_t durable = 0;
+    SmallFileBatch::Hooks hooks;
+    hooks.durable = [&durable](const BatchedFile &f) { durable += f.bytes; };
+    hooks.failed = [&failed](BatchedFile &f, Status s) { failed.emplace_back(f.source, std::move(s)); };
+    hooks.published = [&published](BatchedFile &f) { published.push_back(f.target); };
+    BatchLimits limits {1 << 20, 64};
+    limits.settle_threads = 8;
+    SmallFileBatch batch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, hooks, nullptr);
+    REQUIRE(batch.writes_side_by_side(ConflictPolicy::Refuse));
+    CHECK_FALSE(batch.writes_side_by_side(ConflictPolicy::Rename)); // its free-name search stays on the job's thread
+    auto dir = std::make_shared<const UniqueFd>(::open((t / "dst").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ProgressCounters counters;
+    JobControl control;
+    uint64_t total = 0;
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < 48; ++i) {
+        const std::string name = "f" + std::to_string(i);
+        write_pattern_file(t / ("src/" + name), 1000 + uint64_t(i) * 100, unsigned(i));
+        total += i == 7 ? 0 : 1000 + uint64_t(i) * 100;
+        BatchedFile f;
+        f.part = PartFile::to_create(dir, t / "dst", name);
+        f.source = t / ("src/" + name);
+        f.bytes = 1000 + uint64_t(i) * 100;
+        f.attributes = PendingAttributes {0640, {1'600'000'000 + i, 0}};
+        f.to_write = DataToWrite {UniqueFd(::open(f.source.c_str(), O_RDONLY | O_CLOEXEC)),
+                                  f.bytes,
+                                  0600,
+                                  CopyRoute {},
+                                  &counters,
+                                  std::nullopt,
+                                  &control,
+                                  {}};
+        batch.add(std::move(f));
+    }
+    CHECK(batch.holds(dir->get(), "f47")); // a name is taken from its add, before its part file may exist
+    batch.flush();
+    const auto took = std::chrono::steady_clock::now() - started;
+    // f7's create was refused: only it failed, with the create's error, and left nothing.
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0].first == t / "src/f7");
+    CHECK(failed[0].second.err() == EACCES);
+    CHECK(failed[0].second.message().find("create") != std::string::npos);
+    REQUIRE(published.size() == 47);
+    for (int i = 0, k = 0; i < 48; ++i) {
+        if (i == 7)
+            continue;
+        const std::string name = "f" + std::to_string(i);
+        CHECK(published[size_t(k++)] == t / ("dst/" + name)); // in the order they came
+        CHECK(same_bytes(t / ("src/" + name), t / ("dst/" + name)));
+        struct stat st {};
+        REQUIRE(::stat((t / ("dst/" + name)).c_str(), &st) == 0);
+        CHECK(st.st_mtim.tv_sec == 1'600'000'000 + i);
+        CHECK((st.st_mode & 07777) == 0640);
+    }
+    CHECK_FALSE(exists(t / "dst/f7"));
+    CHECK(part_files(t / "dst").empty());
+    CHECK(counters.written_bytes.load() == total); // the refused file wrote nothing, and counted nothing
+    CHECK(durable == total);
+    CHECK(fs.most_creating.load() > 1);
+    CHECK(control.beats() >= 2 * 47); // the share answered each create and each write: not a stall
+    // One create after another would be 47 x 20 ms, and each sync 20 ms more.
+    CHECK(took < std::chrono::milliseconds(47 * 40 / 2));
+}
+
+TEST_CASE("small files on a share: once the job stops, files not yet created are neither created nor errors")
+{
+    TempDir t;
+    ::mkdir((t / "dst").c_str(), 0755);
+    write_pattern_file(t / "src", 3000);
+    RoundTripSync fs;
+    ScopedSyscalls seam(fs);
+    std::vector<std::string> published;
+    std::vector<int> failed;
+    SmallFileBatch::Hooks hooks;
+    hooks.durable = [](const BatchedFile &) {};
+    hooks.failed = [&failed](BatchedFile &f, Status s) {
+        CHECK(f.bytes == 0); // nothing written, nothing to take back
+        failed.push_back(s.err());
+    };
+    hooks.published = [&published](BatchedFile &f) { published.push_back(f.target); };
+    BatchLimits limits {1 << 20, 64};
+    limits.settle_threads = 8;
+    SmallFileBatch batch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, hooks, nullptr);
+    auto dir = std::make_shared<const UniqueFd>(::open((t / "dst").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ProgressCounters counters;
+    std::atomic<bool> stopped {false};
+    for (int i = 0; i < 20; ++i) {
+        if (i == 4)
+            stopped = true; // after the first group of four was handed over: as a share that failed for good
+        BatchedFile f;
+        f.part = PartFile::to_create(dir, t / "dst", "f" + std::to_string(i));
+        f.source = t / "src";
+        f.bytes = 3000;
+        f.to_write = DataToWrite {UniqueFd(::open((t / "src").c_str(), O_RDONLY | O_CLOEXEC)),
+                                  3000,
+                                  0600,
+                                  CopyRoute {},
+                                  &counters,
+                                  std::nullopt,
+                                  nullptr,
+                                  [&stopped] { return stopped.load(); }};
+        batch.add(std::move(f));
+    }
+    batch.flush();
+    CHECK(published.size() + failed.size() == 20);
+    CHECK(published.size() <= 4); // only the first group may have been created before the stop
+    for (int err : failed)
+        CHECK(err == ECANCELED);
+    CHECK(fs.creates.load() == int(published.size()));
+    CHECK(part_files(t / "dst").empty());
+    CHECK(counters.written_bytes.load() == published.size() * 3000);
 }
 
 TEST_CASE("small files on a share: 'Keep both' searches for free names one file at a time")
