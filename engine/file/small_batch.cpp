@@ -10,6 +10,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -125,7 +126,7 @@ bool SmallFileBatch::holds(int dir, const std::string &name) const
 
 bool SmallFileBatch::empty() const
 {
-    return filling_.files.empty() && syncing_.empty() && naming_.empty() && durable_.files.empty() && !settling_;
+    return filling_.files.empty() && syncing_.empty() && naming_.empty() && durable_.files.empty() && settling_.empty();
 }
 
 PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
@@ -405,22 +406,35 @@ bool SmallFileBatch::settles_in_background(const Group &group) const
 // settle_each with its round trips on a thread of its own: the group's syncs, closes and renames go on while the
 // job creates and writes the next group, whose own round trips then overlap them (a share: creating a file is a
 // round trip, so is each step of settling one; one after the other, 100 small files onto cifs took 1.23x cp -r +
-// sync). The group before is reported first, in order, on the job's thread; at most two groups are open.
+// sync). Up to kSettlingGroups settle at once, so the share is kept busy while the oldest one's last files and
+// its folders' syncs finish: one at a time, the link idled at every group's end. Groups are reported in order,
+// on the job's thread.
 void SmallFileBatch::settle_in_background(Group group)
 {
-    finish_settling();
-    settling_ = std::make_unique<Settling>();
-    settling_->group = std::move(group);
-    Group *g = &settling_->group;
-    settling_->results = std::async(std::launch::async, [this, g] { return settle_files(*g); });
+    // A group written already holds its data in the cache: then one settles at a time, as the dirty budget has
+    // room for it and the group being filled (BatchLimits::max_bytes each), not for three.
+    const bool written =
+        std::any_of(group.files.begin(), group.files.end(), [](const BatchedFile &f) { return !f.to_write; });
+    while (!settling_.empty() && (settling_.size() >= kSettlingGroups || written))
+        finish_oldest();
+    auto settling = std::make_unique<Settling>();
+    settling->group = std::move(group);
+    Group *g = &settling->group;
+    settling->results = std::async(std::launch::async, [this, g] { return settle_files(*g); });
+    settling_.push_back(std::move(settling));
+}
+
+void SmallFileBatch::finish_oldest()
+{
+    std::unique_ptr<Settling> done = std::move(settling_.front());
+    settling_.pop_front();
+    report_settled(done->group, done->results.get());
 }
 
 void SmallFileBatch::finish_settling()
 {
-    if (!settling_)
-        return;
-    std::unique_ptr<Settling> done = std::move(settling_);
-    report_settled(done->group, done->results.get());
+    while (!settling_.empty())
+        finish_oldest();
 }
 
 // The hooks for a settled group, in its files' order, and its folders' syncs, which make its renames durable.
@@ -445,13 +459,19 @@ void SmallFileBatch::report_settled(Group &group, std::vector<Settled> out)
         f.target = f.part.dir_path() + "/" + out[i].final_name;
         named.push_back(&f);
     }
-    std::set<int> synced_dirs;
-    Status s;
+    // Each folder once, side by side on a share (a round trip each), while the next group goes on settling.
+    std::map<int, std::size_t> dir_index;
+    std::vector<const BatchedFile *> dirs;
     for (BatchedFile *f : named) {
-        if (synced_dirs.insert(f->part.dir()->get()).second && s)
-            s = sync_directory(f->part.dir()->get(), f->part.dir_path());
+        if (dir_index.emplace(f->part.dir()->get(), dirs.size()).second)
+            dirs.push_back(f);
     }
+    std::vector<Status> dir_synced(dirs.size());
+    for_each_index(dirs.size(), limits_.settle_threads, [&](std::size_t i) {
+        dir_synced[i] = sync_directory(dirs[i]->part.dir()->get(), dirs[i]->part.dir_path());
+    });
     for (BatchedFile *f : named) {
+        const Status &s = dir_synced[dir_index[f->part.dir()->get()]];
         if (s)
             hooks_.published(*f);
         else

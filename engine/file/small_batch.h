@@ -166,6 +166,7 @@ private:
     bool settles_in_background(const Group &group) const;
     void settle_in_background(Group group);
     void finish_settling();
+    void finish_oldest();
     void report_settled(Group &group, std::vector<Settled> out);
     void close_unpublished();
     Status sync_now(const BatchedFile &any) const;
@@ -191,8 +192,12 @@ private:
         Group group;
         std::future<std::vector<Settled>> results;
     };
-    std::unique_ptr<Settling> settling_; // settle_in_background's group, settling on a thread of its own
-    BackgroundCloser *closer_;           // or null
+    // settle_in_background's groups, oldest first, each settling on threads of its own: at most kSettlingGroups
+    // of files written there (BatchedFile::to_write), so with the one being filled at most three groups hold
+    // descriptors and two hold data not yet durable; a group written by the job settles alone.
+    static constexpr std::size_t kSettlingGroups = 2;
+    std::deque<std::unique_ptr<Settling>> settling_;
+    BackgroundCloser *closer_; // or null
 };
 
 } // namespace sanecopy
