@@ -148,7 +148,7 @@ Status name_source(const std::string &source, CopyItem &item)
 }
 
 // The target is neither the source itself, nor inside the source folder, nor a file a folder would replace.
-Status check_target(const std::string &source, const struct stat &st, const CopyItem &item, const std::string &target)
+Status check_target(const std::string &source, const struct stat &st, CopyItem &item, const std::string &target)
 {
     if (item.source_is_dir) {
         const std::string real_source = real_path(source);
@@ -157,8 +157,10 @@ Status check_target(const std::string &source, const struct stat &st, const Copy
                 .with_detail(i18n("cannot copy a folder into itself or one of its subfolders"));
     }
     struct stat existing {};
-    if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) != 0)
+    if (sys().fstatat(AT_FDCWD, target.c_str(), &existing, AT_SYMLINK_NOFOLLOW) != 0) {
+        item.target_absent = errno == ENOENT;
         return {};
+    }
     if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino)
         return Status::from_errno(EINVAL, "same file", source)
             .with_detail(i18n("source and destination are the same file"));

@@ -24,6 +24,10 @@ struct CopyItem {
     std::string target_dir; // existing folder that receives it
     std::string target_name;
     bool source_is_dir = false;
+    // Nothing stood at target_dir/target_name when it was resolved (ENOENT): the plan and the run take that
+    // answer rather than asking again, a round trip each onto a share. Whatever appears there meanwhile still
+    // meets the publish step's no-replace rename.
+    bool target_absent = false;
 };
 
 struct Resolution {

@@ -152,7 +152,8 @@ JobRunner::TargetFolder &JobRunner::target_folder(const std::string &rel)
     return target_folders_[rel];
 }
 
-bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin)
+bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin,
+                                 bool known_absent)
 {
     TargetFolder &folder = target_folder(dst_parent_rel);
     const std::string name = split_rel(dst_rel).second;
@@ -167,7 +168,7 @@ bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::s
     } else if (folded != name) {
         folder.cased.emplace(std::move(folded), name);
     }
-    return inserted && folder.fresh;
+    return inserted && (folder.fresh || known_absent);
 }
 
 // The manifest, through the publish pipeline like any file: durable before the job says it is done.

@@ -286,8 +286,11 @@ private:
     std::string target_rel(const std::string &rel) const;
     // For the done event: why the name changed, if it did.
     std::string rename_note(const std::string &rel) const;
-    // Remembers a name this job made in a folder it created; says whether it was free.
-    bool claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin);
+    // Takes |dst_rel|'s name in its folder for this job; true if it is free: the folder was made by this job, or
+    // the name was |known_absent| (the item's target, found absent as it was resolved), and this job has not used
+    // it.
+    bool claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin,
+                          bool known_absent = false);
 
     const JobSpec &spec_;
     const JobControl &control_;

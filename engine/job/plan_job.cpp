@@ -219,14 +219,20 @@ TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &
     look.takes = space.rounded(e.allocated);
     if (absent.covers(e))
         return look;
-    const std::string target =
-        join(item.item.target_dir, target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits));
-    if (e.kind == EntryKind::Directory)
-        absent.look_at_folder(e, target);
+    const std::string target_name = target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits);
+    const std::string target = join(item.item.target_dir, target_name);
+    // The item's own target was looked up as it was resolved (CopyItem::target_absent).
+    const bool known_absent = e.rel.empty() && item.item.target_absent && target_name == item.item.target_name;
+    if (e.kind == EntryKind::Directory) {
+        if (known_absent)
+            absent.folder = e.rel;
+        else
+            absent.look_at_folder(e, target);
+    }
     // Only "copy what fits" counts it: a resumed copy's space is not checked up front (space_problem).
     if (spec.resume && spec.fit_to_space && e.kind == EntryKind::File && plan.device.free_bytes)
         look.left = space.rounded(left_by_interrupted_run(target, e, plan.device.limits));
-    if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume)
+    if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume && !known_absent)
         note_taken(plan, item, e, target, look, space);
     return look;
 }

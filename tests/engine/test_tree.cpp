@@ -464,6 +464,62 @@ TEST_CASE("plan: what a folder whose target does not exist yet holds is not look
     CHECK(looked_up(t / "out/tree/old/c") == 1);
 }
 
+TEST_CASE("a file's target found absent as it is resolved is not looked up again by the plan or the run")
+{
+    // A lookup is a round trip onto a share: three of them stood before a big file's first byte.
+    TempDir t;
+    mkdir_p(t / "src");
+    mkdir_p(t / "out");
+    write_pattern_file(t / "src/big", 300000);
+    struct Lookups : Syscalls {
+        int of_target = 0;
+        std::string seen;
+        static std::string folder_of(int fd)
+        {
+            char buf[4096];
+            const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
+            const std::string path(buf, n > 0 ? size_t(n) : 0);
+            return path.substr(path.rfind('/') + 1);
+        }
+        int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
+        {
+            const std::string p(path);
+            if (p.size() >= 8 && p.compare(p.size() - 8, 8, "/out/big") == 0)
+                ++of_target, seen += "path;"; // resolved and planned by path
+            else if (dirfd != AT_FDCWD && p == "big" && folder_of(dirfd) == "out")
+                ++of_target, seen += "rel;"; // run: against the target folder
+            return Syscalls::raw_fstatat(dirfd, path, st, flags);
+        }
+    } lookups;
+    JobRun run;
+    {
+        ScopedSyscalls seam(lookups);
+        run = run_job(spec_of({t / "src/big"}, t / "out"));
+    }
+    CHECK(run.summary.ok());
+    CHECK(same_bytes(t / "src/big", t / "out/big"));
+    INFO(lookups.seen);
+    CHECK(lookups.of_target == 1);
+}
+
+TEST_CASE("two sources with one name: the second still meets the first's copy as a conflict")
+{
+    // Both targets were absent when resolved; the second's is not any more when its turn comes.
+    TempDir t;
+    for (const char *dir : {"a", "b", "out"})
+        mkdir_p(t / dir);
+    write_text_file(t / "a/x", "first");
+    write_text_file(t / "b/x", "second");
+    JobRun refused = run_job(spec_of({t / "a/x", t / "b/x"}, t / "out"));
+    CHECK(read_file(t / "out/x") == "first");
+    CHECK(refused.summary.errors == 1);
+    mkdir_p(t / "out2");
+    JobRun skipped = run_job(spec_of({t / "a/x", t / "b/x"}, t / "out2", ConflictPolicy::Skip));
+    CHECK(read_file(t / "out2/x") == "first");
+    CHECK(skipped.summary.errors == 0);
+    CHECK(skipped.summary.files_skipped == 1);
+}
+
 namespace {
 // The device shows |free| bytes free; the folders listed are counted.
 struct SmallDevice : FaultSyscalls {
