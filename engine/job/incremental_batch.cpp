@@ -36,7 +36,12 @@ Status IncrementalBatch::start(const std::string &dir)
     hooks.published = [](BatchedFile &) {};
     // The closer only where a close sleeps; elsewhere a durable file is closed before its rename, as in a job.
     BackgroundCloser *closer = device_.mount_flags.flush ? closer_.get() : nullptr;
-    batch_ = std::make_unique<SmallFileBatch>(device_.writeback, device_.group_sync, limits_,
+    // Onto a share each file's create, sync and rename is a round trip: there they run on threads of their own,
+    // side by side, as a copy job's do (BatchedFile::to_write).
+    BatchLimits limits = limits_;
+    if (is_network_share(device_))
+        limits.settle_threads = kShareSettleThreads;
+    batch_ = std::make_unique<SmallFileBatch>(device_.writeback, device_.group_sync, limits,
                                               device_.limits.forbids_fat_chars, std::move(hooks), closer);
     return {};
 }
@@ -89,6 +94,29 @@ Result<SharedDirFd> IncrementalBatch::folder(const std::string &dir)
     return shared_dir;
 }
 
+// A file onto a share: created and written as its group settles (BatchedFile::to_write).
+void IncrementalBatch::hold_to_write(const SharedDirFd &dir_fd, const std::string &dir, const std::string &name,
+                                     const std::string &source, UniqueFd in, const struct stat &st,
+                                     ConflictPolicy policy)
+{
+    BatchedFile f;
+    f.part = PartFile::to_create(dir_fd, dir, name);
+    f.source = source;
+    f.bytes = uint64_t(st.st_size);
+    f.policy = policy;
+    f.attributes = PendingAttributes {st.st_mode, st.st_mtim};
+    f.to_write = DataToWrite {std::move(in),
+                              uint64_t(st.st_size),
+                              part_mode(st.st_mode),
+                              choose_route(device_, st.st_dev),
+                              &counters_,
+                              std::nullopt,
+                              nullptr,
+                              {}};
+    batch_->add(std::move(f));
+    ++held_;
+}
+
 Result<bool> IncrementalBatch::add(const std::string &source, const std::string &target, ConflictPolicy policy)
 {
     const auto [dir, name] = split_path(target);
@@ -105,6 +133,10 @@ Result<bool> IncrementalBatch::add(const std::string &source, const std::string 
     // second waits for a flush and goes the usual way.
     if (batch_->holds(shared_dir.value()->get(), name))
         return false;
+    if (batch_->writes_side_by_side(policy)) {
+        hold_to_write(shared_dir.value(), dir, name, source, std::move(in), st, policy);
+        return true;
+    }
     Result<PartFile> part = PartFile::create(shared_dir.value(), dir, name, part_mode(st.st_mode));
     if (!part.ok())
         return part.status();

@@ -39,7 +39,8 @@ public:
     IncrementalBatch &operator=(const IncrementalBatch &) = delete;
 
     // Copies the regular file |source| into a part file beside |target| (an absolute path whose name is free),
-    // with the source's permission bits and modification time, and holds it for publishing under |policy|.
+    // with the source's permission bits and modification time, and holds it for publishing under |policy|. Onto
+    // a share the part file is only created and written as its group settles, beside the group's other files.
     // Ok(false): nothing was done, and the file must be copied the usual way after flush(): it is not a
     // small regular file, its name can't be stored there, the destination keeps nothing in a page cache
     // (tmpfs), or it is on another filesystem than the files held. An error: nothing of this file is held.
@@ -59,6 +60,8 @@ private:
     bool takes(const std::string &dir, const std::string &name);
     static Result<bool> open_small(const std::string &source, UniqueFd &in, struct stat &st);
     Result<SharedDirFd> folder(const std::string &dir);
+    void hold_to_write(const SharedDirFd &dir_fd, const std::string &dir, const std::string &name,
+                       const std::string &source, UniqueFd in, const struct stat &st, ConflictPolicy policy);
 
     BatchLimits limits_;
     std::shared_ptr<BackgroundCloser> closer_;
@@ -68,6 +71,7 @@ private:
     std::map<std::string, SharedDirFd> dirs_;
     std::size_t held_ = 0;
     Status first_failure_;
+    ProgressCounters counters_; // what files written as their group settles count into; the caller counts its own
 };
 
 } // namespace sanecopy

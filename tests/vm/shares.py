@@ -345,6 +345,29 @@ def scenario_trace(name):
             g.diag(f"  {parts[1]} s before: {lines[i - 1][:150]}")
 
 
+def scenario_kio(name):
+    """The small-file tree dropped through the KIO worker (kioclient copy onto sanecopy://MOUNT/, as root, who may
+    write the share), beside sanecp's time for the same tree. Only when named (share-kio-FS): it checks the copy
+    and prints the times."""
+    tree = g.small_tree(SMALL_FILES)
+    rc, secs, _, _, _, _ = sanecp(name, tree)
+    clear(name)
+    g.drop_caches()
+    runtime = "/tmp/kio-root-runtime"
+    os.makedirs(runtime, mode=0o700, exist_ok=True)
+    # Under a name not used before: sshfs's own cache would still know the one just cleared on the server.
+    dest = f"kio-{int(time.monotonic())}"
+    t0 = time.monotonic()
+    p = g.run(["kioclient", "--noninteractive", "copy", f"file://{tree}", f"sanecopy://{share(name)}/{dest}"],
+              check=False, env=dict(g.KIO_ENV, XDG_RUNTIME_DIR=runtime), timeout=900)
+    kio = time.monotonic() - t0
+    g.diag(f"{name}: {SMALL_FILES} small files: through kioclient and the worker {kio:.2f} s, sanecp {secs:.2f} s "
+           f"(exit {rc})")
+    g.tap(p.returncode == 0, f"{name}: small files through the KIO worker: kioclient exits 0", p.stderr.strip()[-300:])
+    same = g.run(["diff", "-r", tree, f"{server_folder(name)}/{dest}"], check=False).returncode == 0
+    g.tap(same, f"{name}: small files through the KIO worker: every file identical on the server")
+
+
 def scenario_stall(name):
     """The link stops carrying anything for STALL_SECONDS (netem 100 % loss both ways) while sanecp copies the big
     file, then comes back: the copy says within STALL_NOTICE seconds that the share is not responding, says it no
@@ -587,4 +610,5 @@ def steps():
     out += [(f"share-small-{n}", lambda n=n: scenario_small(n)) for n in SHARES]
     out += [(f"share-stall-{n}", lambda n=n: scenario_stall(n)) for n in ("cifs", "nfs4")]
     out += [("share-drop-nfs4", scenario_drop), ("share-hard-nfs4", scenario_hard)]
-    return out, [(f"share-trace-{n}", lambda n=n: scenario_trace(n)) for n in SHARES]
+    return out, [(f"share-{what}-{n}", lambda n=n, f=f: f(n)) for what, f in (("trace", scenario_trace),
+                                                                              ("kio", scenario_kio)) for n in SHARES]
