@@ -188,6 +188,9 @@ Result<CopyItem> resolve_source(const std::string &source, const std::string &ta
     const std::string target = (real_target_dir == "/" ? "" : real_target_dir) + "/" + item.target_name;
     if (Status s = check_target(source, st, item, target); !s)
         return s;
+    // Without the folder's real path the lookup was of another name: nothing is known of the target.
+    if (real_target_dir.empty())
+        item.target_absent = false;
     return item;
 }
 

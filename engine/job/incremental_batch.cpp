@@ -112,7 +112,7 @@ void IncrementalBatch::hold_to_write(const SharedDirFd &dir_fd, const std::strin
                               &counters_,
                               std::nullopt,
                               nullptr,
-                              {}};
+                              [this] { return discarding_.load(); }};
     batch_->add(std::move(f));
     ++held_;
 }
@@ -176,9 +176,13 @@ Status IncrementalBatch::flush()
 
 void IncrementalBatch::discard()
 {
+    // Files not created yet are not created now (DataToWrite::stop): they fail unseen, with nothing of them left.
+    discarding_ = true;
     if (batch_)
         batch_->discard();
     end_run();
+    first_failure_ = Status();
+    discarding_ = false;
 }
 
 void IncrementalBatch::end_run()

@@ -19,6 +19,7 @@
 #include "result.h"
 #include "small_batch.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,7 +41,8 @@ public:
 
     // Copies the regular file |source| into a part file beside |target| (an absolute path whose name is free),
     // with the source's permission bits and modification time, and holds it for publishing under |policy|. Onto
-    // a share the part file is only created and written as its group settles, beside the group's other files.
+    // a share the part file is only created and written as its group settles, beside the group's other files:
+    // a failure there comes from flush(), as a failed sync does.
     // Ok(false): nothing was done, and the file must be copied the usual way after flush(): it is not a
     // small regular file, its name can't be stored there, the destination keeps nothing in a page cache
     // (tmpfs), or it is on another filesystem than the files held. An error: nothing of this file is held.
@@ -72,6 +74,7 @@ private:
     std::size_t held_ = 0;
     Status first_failure_;
     ProgressCounters counters_; // what files written as their group settles count into; the caller counts its own
+    std::atomic<bool> discarding_ = false;
 };
 
 } // namespace sanecopy

@@ -303,6 +303,7 @@ private:
     std::atomic<bool> aborted_ = false;
     bool device_removed_ = false;                 // the destination's device went away mid-job
     std::atomic<bool> stopped_by_answer_ = false; // "Cancel" answered to a question
+    bool single_item_ = false;                    // the plan has one item
     bool loss_checked_ = false;                   // an EIO was checked for a pulled stick already
     SharedDirFd any_dest_dir_;                    // for the job's last syncfs
     // Where each close sleeps (vfat "flush"): the spec's, or the job's own, drained as the job ends. Declared

@@ -72,6 +72,9 @@ void JobRunner::start(JobPlan &plan)
         report_error(std::move(s), path);
     }
     device_ = plan.device;
+    // With one item no other of this job can take its target's name (under another case, or by a move's rename),
+    // so what resolving found there holds for the run (CopyItem::target_absent).
+    single_item_ = plan.items.size() == 1;
     const bool share = is_network_share(plan.device);
     counters_.share.store(share);
     // On a share each chunk's sync is a round trip or two (an SMB flush, an NFS COMMIT, sshfs's fsync, which
@@ -93,8 +96,9 @@ void JobRunner::start(JobPlan &plan)
         report_error(plan.space, spec_.destination);
         plan.items.clear();
     }
-    // A batched file holds a descriptor (two with verify) until its group is published, and two groups are
-    // open at a time: keep that well inside the process's limit, other lanes and the GUI included.
+    // A batched file holds a descriptor (two with verify) until its group is published, and up to three groups
+    // are open at a time (one filling, two settling onto a share): keep that well inside the process's limit,
+    // other lanes and the GUI included.
     BatchLimits limits {spec_.batch_bytes, spec_.batch_files};
     if (share)
         limits.settle_threads = kShareSettleThreads;
@@ -254,8 +258,9 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
         report_error(std::move(error), source);
         return;
     }
-    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin,
-                                        entry.rel.empty() && item.target_absent && dst_rel == item.target_name);
+    task.target_free =
+        claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin,
+                         single_item_ && entry.rel.empty() && item.target_absent && dst_rel == item.target_name);
     if (spec_.rename_invalid)
         task.note = rename_note(join(item.target_name, entry.rel));
     switch (entry.kind) {

@@ -518,6 +518,14 @@ TEST_CASE("two sources with one name: the second still meets the first's copy as
     CHECK(read_file(t / "out2/x") == "first");
     CHECK(skipped.summary.errors == 0);
     CHECK(skipped.summary.files_skipped == 1);
+    // A move on one filesystem renames the first into place: the second still finds it there.
+    mkdir_p(t / "out3");
+    JobSpec move = spec_of({t / "a/x", t / "b/x"}, t / "out3", ConflictPolicy::Skip);
+    move.move = true;
+    JobRun moved = run_job(move);
+    CHECK(read_file(t / "out3/x") == "first");
+    CHECK(moved.summary.files_skipped == 1);
+    CHECK(read_file(t / "b/x") == "second"); // skipped: its source stays
 }
 
 namespace {
