@@ -346,7 +346,9 @@ std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
     for_each_index(group.files.size(), together ? limits_.settle_threads : 1, [&](std::size_t i) {
         BatchedFile &f = group.files[i];
         if (f.to_write) {
-            if (out[i].synced = write_now(f); !out[i].synced)
+            DataToWrite w = std::move(*f.to_write);
+            f.to_write.reset();
+            if (out[i].synced = write_now(f, std::move(w)); !out[i].synced)
                 return;
         }
         if (f.attributes) {
@@ -365,10 +367,8 @@ std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
 
 // A to_write file's part file, created and written: on a settle thread, beside the group's other files. Its
 // |bytes| become what was written (counted so), whatever fails.
-Status SmallFileBatch::write_now(BatchedFile &f)
+Status SmallFileBatch::write_now(BatchedFile &f, DataToWrite w)
 {
-    DataToWrite w = std::move(*f.to_write);
-    f.to_write.reset();
     f.bytes = 0;
     if (w.stop && w.stop())
         return Status::from_errno(ECANCELED, "copy", f.part.display_path());

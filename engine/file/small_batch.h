@@ -162,7 +162,7 @@ private:
         std::string final_name;
     };
     std::vector<Settled> settle_files(Group &group);
-    static Status write_now(BatchedFile &f);
+    static Status write_now(BatchedFile &f, DataToWrite w);
     bool settles_in_background(const Group &group) const;
     void settle_in_background(Group group);
     void finish_settling();
