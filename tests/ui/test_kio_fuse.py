@@ -104,6 +104,7 @@ class Server:
                 if s.connect_ex(("127.0.0.1", self.port)) == 0:
                     return
             time.sleep(0.1)
+        self.stop()
         raise RuntimeError("the test's sshd did not start listening")
 
     def stop(self):
@@ -132,6 +133,12 @@ def inner(sanecopy, sanecp, port, served, local):
     src = os.path.join(local, "photo.bin")
     with open(src, "wb") as f:
         f.write(os.urandom(6 * 1024 * 1024 + 123))
+    # And a folder of small files, which go through the batch (settled side by side where the folder is a share).
+    album = os.path.join(local, "album")
+    os.makedirs(album)
+    for i in range(12):
+        with open(os.path.join(album, f"p{i:02d}.jpg"), "wb") as f:
+            f.write(os.urandom(3000 + 1000 * i))
 
     # sanecp into kio-fuse's own mount of the folder, as a user who opened it in Dolphin would.
     os.makedirs(f"{served}/cli")
@@ -141,13 +148,17 @@ def inner(sanecopy, sanecp, port, served, local):
     mounted = r.stdout.strip().removeprefix("('").removesuffix("',)")
     check(r.returncode == 0 and mounted.startswith("/"), f"kio-fuse mounts {url}/cli: {r.stdout!r} {r.stderr[-300:]!r}")
     if mounted.startswith("/"):
-        r = subprocess.run([sanecp, "--json", src, mounted + "/"], capture_output=True, text=True, timeout=120)
+        r = subprocess.run([sanecp, "--probe", mounted], capture_output=True, text=True, timeout=60)
+        check('"fs_subtype":"kio-fuse"' in r.stdout, f"sanecp --probe sees kio-fuse's mount: {r.stdout[-300:]!r}")
+        r = subprocess.run([sanecp, "--json", src, album, mounted + "/"], capture_output=True, text=True,
+                           timeout=120)
         check(r.returncode == 0, f"sanecp into kio-fuse's folder exits 0: {r.stderr.strip()[-300:]!r}")
-        check('"fs_subtype":"kio-fuse"' in r.stdout or "kio-fuse" in r.stdout,
-              "sanecp's records name the kio-fuse mount")
         there = f"{served}/cli/photo.bin"
-        check(os.path.exists(there) and digest(there) == digest(src), "the file is identical on the server")
-        check(not part_files(f"{served}/cli"), f"no part file on the server: {part_files(served + '/cli')}")
+        check(os.path.exists(there) and digest(there) == digest(src), "the big file is identical on the server")
+        same = subprocess.run(["diff", "-r", album, f"{served}/cli/album"], capture_output=True).returncode == 0
+        check(same, "every small file is identical on the server")
+        check(not part_files(f"{served}/cli") and not part_files(f"{served}/cli/album"),
+              f"no part file on the server: {part_files(served + '/cli')} {part_files(served + '/cli/album')}")
 
     # The window, as the "Safe Copy To…" menu starts it on a network folder.
     os.makedirs(f"{served}/window")
@@ -155,7 +166,7 @@ def inner(sanecopy, sanecp, port, served, local):
     window = subprocess.Popen([sanecopy, "--to", f"{url}/window", src], stdout=subprocess.DEVNULL,
                               stderr=open(os.path.join(local, "window.log"), "w"))
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not os.path.exists(there) and window.poll() is None:
             time.sleep(0.2)
         check(os.path.exists(there), f"the window copies into {url}/window (exit {window.poll()})")
@@ -173,7 +184,7 @@ def inner(sanecopy, sanecp, port, served, local):
         except subprocess.TimeoutExpired:
             check(False, "a second sanecopy hands its sftp:// file to the window within 60 s")
         copied = os.path.join(into, "remote.bin")
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not os.path.exists(copied) and window.poll() is None:
             time.sleep(0.2)
         check(os.path.exists(copied) and digest(copied) == digest(src), "the sftp:// file lands identical locally")
@@ -190,24 +201,33 @@ def inner(sanecopy, sanecp, port, served, local):
     return len(failures)
 
 
-def stop_leftovers(runtime):
-    """What the private bus started and outlives it (kiod, kio-fuse): the processes whose runtime folder is the
-    test's own, and nothing else."""
+def leftovers(runtime):
+    """The processes whose runtime folder is the test's own: what the private bus started and outlives it (kiod,
+    kio-fuse, KIO's workers), and nothing else."""
     mark = f"XDG_RUNTIME_DIR={runtime}".encode()
+    found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
                 if mark in f.read().split(b"\0"):
-                    os.kill(int(pid), signal.SIGTERM)
+                    found.append(int(pid))
         except OSError:
             pass
+    return found
 
 
-def unmount_kio_fuse(runtime):
-    for line in open("/proc/self/mounts"):
-        point = line.split()[1].replace("\\040", " ")
-        if point.startswith(runtime + "/"):
-            subprocess.run(["umount", "-l", point], check=False)
+def stop_leftovers(runtime):
+    """Stops them, SIGKILL for any still there after 5 s. kio-fuse's mount lives in the test's own mount namespace,
+    and goes with its last process."""
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 2)):
+        for pid in leftovers(runtime):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait
+        while leftovers(runtime) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 def main():
@@ -220,6 +240,7 @@ def main():
         return SKIP
     tmp = tempfile.mkdtemp(prefix="sanecopy-kio-fuse-")
     server = None
+    made_ssh = False
     runtime = os.path.join(tmp, "runtime")
     try:
         home = os.path.join(tmp, "home")
@@ -239,23 +260,17 @@ def main():
         made_ssh = not os.path.isdir(passwd_ssh())
         if made_ssh:
             os.makedirs(passwd_ssh(), mode=0o700)
-        r = subprocess.run(["unshare", "-m", "--propagation", "private", "dbus-run-session", "--", sys.executable, os.path.abspath(__file__), "--inner", sanecopy,
-                            sanecp, str(server.port), served, local], env=env, timeout=600)
-        if made_ssh:
-            os.rmdir(passwd_ssh())
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "dbus-run-session", "--", sys.executable,
+                            os.path.abspath(__file__), "--inner", sanecopy, sanecp, str(server.port), served, local],
+                           env=env, timeout=400)
         print("all ok" if r.returncode == 0 else "FAILED")
         return r.returncode
     finally:
-        unmount_kio_fuse(runtime)
         stop_leftovers(runtime)
         if server:
             server.stop()
-        # kio-fuse may take a moment to let go of its mount after the bus is gone.
-        for _ in range(50):
-            if not any(line.split()[1].startswith(runtime) for line in open("/proc/self/mounts")):
-                break
-            unmount_kio_fuse(runtime)
-            time.sleep(0.1)
+        if made_ssh:
+            os.rmdir(passwd_ssh())
         shutil.rmtree(tmp, ignore_errors=True)
 
 
