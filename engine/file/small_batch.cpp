@@ -10,8 +10,8 @@
 #include <cctype>
 #include <condition_variable>
 #include <functional>
-#include <map>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -369,16 +369,16 @@ std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
 // |bytes| become what was written (counted so), whatever fails.
 Status SmallFileBatch::write_now(BatchedFile &f, DataToWrite w)
 {
-    f.bytes = 0;
+    const uint64_t size = std::exchange(f.bytes, 0);
     if (w.stop && w.stop())
         return Status::from_errno(ECANCELED, "copy", f.part.display_path());
-    if (Status s = f.part.create_file(w.mode); !s)
+    if (Status s = f.part.create_file(f.attributes ? part_mode(f.attributes->mode) : 0600); !s)
         return s;
     if (w.control)
         w.control->beat();
     CopySession session(w.route);
     FileCopyResult copied;
-    Status s = copy_small_file_data(w.source.get(), f.part.fd(), w.size, session, *w.counters, f.part.display_path(),
+    Status s = copy_small_file_data(w.source.get(), f.part.fd(), size, session, *w.counters, f.part.display_path(),
                                     copied, std::move(w.residency));
     f.bytes = copied.copied;
     if (s && w.control)

@@ -59,10 +59,10 @@ struct PendingAttributes {
 // A file whose part file is created and written only where its group settles, side by side with the group's other
 // files (SmallFileBatch::writes_side_by_side): onto a share each create is a round trip or more, and one after
 // another on the job's thread they were most of the time of a tree of small files (sshfs: 75 ms a create).
+// Its size is the file's |bytes| and its part file's permission bits come from its |attributes|, both set when it
+// is added.
 struct DataToWrite {
     UniqueFd source;
-    uint64_t size = 0;
-    mode_t mode = 0; // the part file's, at creation
     CopyRoute route;
     ProgressCounters *counters = nullptr; // its bytes count as written there
     std::optional<SourceResidency> residency;

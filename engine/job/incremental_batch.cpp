@@ -105,14 +105,8 @@ void IncrementalBatch::hold_to_write(const SharedDirFd &dir_fd, const std::strin
     f.bytes = uint64_t(st.st_size);
     f.policy = policy;
     f.attributes = PendingAttributes {st.st_mode, st.st_mtim};
-    f.to_write = DataToWrite {std::move(in),
-                              uint64_t(st.st_size),
-                              part_mode(st.st_mode),
-                              choose_route(device_, st.st_dev),
-                              &counters_,
-                              std::nullopt,
-                              nullptr,
-                              [this] { return discarding_.load(); }};
+    f.to_write = DataToWrite {std::move(in), choose_route(device_, st.st_dev),     &counters_, std::nullopt,
+                              nullptr,       [this] { return discarding_.load(); }};
     batch_->add(std::move(f));
     ++held_;
 }

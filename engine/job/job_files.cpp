@@ -100,14 +100,8 @@ Status JobRunner::write_side_by_side(FileTask &task, UniqueFd in, uint64_t size)
     f.source_dir = task.src_dir;
     f.source_name = task.src_name;
     f.attributes = PendingAttributes {task.entry.mode, task.entry.mtime};
-    f.to_write = DataToWrite {std::move(in),
-                              size,
-                              part_mode(task.entry.mode),
-                              session_.route,
-                              &counters_,
-                              std::move(task.residency),
-                              &control_,
-                              [this] { return stopping(); }};
+    f.to_write = DataToWrite {
+        std::move(in), session_.route, &counters_, std::move(task.residency), &control_, [this] { return stopping(); }};
     batch_->add(std::move(f));
     return {};
 }

@@ -677,17 +677,22 @@ struct RoundTripSync : FaultSyscalls {
     }
 };
 
-// A ChunkSync batch (a share) with |threads| settle threads, groups of 4, 8, 16... files, its published targets
-// in |published|.
+// A ChunkSync batch (a share) with |threads| settle threads, groups of 4, 8, 16... files.
+SmallFileBatch share_batch(SmallFileBatch::Hooks hooks, unsigned threads = 8)
+{
+    BatchLimits limits {1 << 20, 64};
+    limits.settle_threads = threads;
+    return SmallFileBatch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, std::move(hooks), nullptr);
+}
+
+// share_batch() with its published targets in |published|; a failed file fails the test.
 SmallFileBatch share_batch(std::vector<std::string> &published, unsigned threads)
 {
     SmallFileBatch::Hooks hooks;
     hooks.durable = [](const BatchedFile &) {};
     hooks.failed = [](BatchedFile &f, Status s) { FAIL(f.source << ": " << s.message()); };
     hooks.published = [&published](BatchedFile &f) { published.push_back(f.target); };
-    BatchLimits limits {1 << 20, 64};
-    limits.settle_threads = threads;
-    return SmallFileBatch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, hooks, nullptr);
+    return share_batch(std::move(hooks), threads);
 }
 
 // |files| small files through share_batch(), under |policy|.
@@ -764,6 +769,41 @@ TEST_CASE("small files on a share: a group that must settle on the job's thread 
         CHECK(published[size_t(i)] == t / ("f" + std::to_string(i)));
 }
 
+namespace {
+// |name| in |dir| from |source| (|size| bytes), created and written only where its group settles.
+BatchedFile to_write_there(const SharedDirFd &dir, const std::string &dir_path, const std::string &name,
+                           const std::string &source, uint64_t size, ProgressCounters &counters,
+                           const JobControl *control, std::function<bool()> stop = {})
+{
+    BatchedFile f;
+    f.part = PartFile::to_create(dir, dir_path, name);
+    f.source = source;
+    f.bytes = size;
+    f.to_write = DataToWrite {UniqueFd(::open(source.c_str(), O_RDONLY | O_CLOEXEC)),
+                              CopyRoute {},
+                              &counters,
+                              std::nullopt,
+                              control,
+                              std::move(stop)};
+    return f;
+}
+
+// dst/|name| holds src/|name|'s bytes, with the time and the bits (0640) it was given.
+void check_landed(const TempDir &t, const std::string &name, time_t mtime)
+{
+    CHECK(same_bytes(t / ("src/" + name), t / ("dst/" + name)));
+    struct stat st {};
+    REQUIRE(::stat((t / ("dst/" + name)).c_str(), &st) == 0);
+    CHECK(st.st_mtim.tv_sec == mtime);
+    CHECK((st.st_mode & 07777) == 0640);
+}
+
+SharedDirFd open_folder(const std::string &path)
+{
+    return std::make_shared<const UniqueFd>(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+} // namespace
+
 TEST_CASE("small files on a share: each file is created and written where its group settles, side by side")
 {
     TempDir t;
@@ -780,33 +820,21 @@ TEST_CASE("small files on a share: each file is created and written where its gr
     hooks.durable = [&durable](const BatchedFile &f) { durable += f.bytes; };
     hooks.failed = [&failed](BatchedFile &f, Status s) { failed.emplace_back(f.source, std::move(s)); };
     hooks.published = [&published](BatchedFile &f) { published.push_back(f.target); };
-    BatchLimits limits {1 << 20, 64};
-    limits.settle_threads = 8;
-    SmallFileBatch batch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, hooks, nullptr);
+    SmallFileBatch batch = share_batch(hooks);
     REQUIRE(batch.writes_side_by_side(ConflictPolicy::Refuse));
     CHECK_FALSE(batch.writes_side_by_side(ConflictPolicy::Rename)); // its free-name search stays on the job's thread
-    auto dir = std::make_shared<const UniqueFd>(::open((t / "dst").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    const SharedDirFd dir = open_folder(t / "dst");
     ProgressCounters counters;
     JobControl control;
     uint64_t total = 0;
     const auto started = std::chrono::steady_clock::now();
     for (int i = 0; i < 48; ++i) {
         const std::string name = "f" + std::to_string(i);
-        write_pattern_file(t / ("src/" + name), 1000 + uint64_t(i) * 100, unsigned(i));
-        total += i == 7 ? 0 : 1000 + uint64_t(i) * 100;
-        BatchedFile f;
-        f.part = PartFile::to_create(dir, t / "dst", name);
-        f.source = t / ("src/" + name);
-        f.bytes = 1000 + uint64_t(i) * 100;
+        const uint64_t size = 1000 + uint64_t(i) * 100;
+        write_pattern_file(t / ("src/" + name), size, unsigned(i));
+        total += i == 7 ? 0 : size;
+        BatchedFile f = to_write_there(dir, t / "dst", name, t / ("src/" + name), size, counters, &control);
         f.attributes = PendingAttributes {0640, {1'600'000'000 + i, 0}};
-        f.to_write = DataToWrite {UniqueFd(::open(f.source.c_str(), O_RDONLY | O_CLOEXEC)),
-                                  f.bytes,
-                                  0600,
-                                  CopyRoute {},
-                                  &counters,
-                                  std::nullopt,
-                                  &control,
-                                  {}};
         batch.add(std::move(f));
     }
     CHECK(batch.holds(dir->get(), "f47")); // a name is taken from its add, before its part file may exist
@@ -821,13 +849,8 @@ TEST_CASE("small files on a share: each file is created and written where its gr
     for (int i = 0, k = 0; i < 48; ++i) {
         if (i == 7)
             continue;
-        const std::string name = "f" + std::to_string(i);
-        CHECK(published[size_t(k++)] == t / ("dst/" + name)); // in the order they came
-        CHECK(same_bytes(t / ("src/" + name), t / ("dst/" + name)));
-        struct stat st {};
-        REQUIRE(::stat((t / ("dst/" + name)).c_str(), &st) == 0);
-        CHECK(st.st_mtim.tv_sec == 1'600'000'000 + i);
-        CHECK((st.st_mode & 07777) == 0640);
+        CHECK(published[size_t(k++)] == t / ("dst/f" + std::to_string(i))); // in the order they came
+        check_landed(t, "f" + std::to_string(i), 1'600'000'000 + i);
     }
     CHECK_FALSE(exists(t / "dst/f7"));
     CHECK(part_files(t / "dst").empty());
@@ -855,28 +878,15 @@ TEST_CASE("small files on a share: once the job stops, files not yet created are
         failed.push_back(s.err());
     };
     hooks.published = [&published](BatchedFile &f) { published.push_back(f.target); };
-    BatchLimits limits {1 << 20, 64};
-    limits.settle_threads = 8;
-    SmallFileBatch batch(WritebackMode::ChunkSync, GroupSync::Inline, limits, false, hooks, nullptr);
-    auto dir = std::make_shared<const UniqueFd>(::open((t / "dst").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    SmallFileBatch batch = share_batch(hooks);
+    const SharedDirFd dir = open_folder(t / "dst");
     ProgressCounters counters;
     std::atomic<bool> stopped {false};
     for (int i = 0; i < 20; ++i) {
         if (i == 4)
             stopped = true; // after the first group of four was handed over: as a share that failed for good
-        BatchedFile f;
-        f.part = PartFile::to_create(dir, t / "dst", "f" + std::to_string(i));
-        f.source = t / "src";
-        f.bytes = 3000;
-        f.to_write = DataToWrite {UniqueFd(::open((t / "src").c_str(), O_RDONLY | O_CLOEXEC)),
-                                  3000,
-                                  0600,
-                                  CopyRoute {},
-                                  &counters,
-                                  std::nullopt,
-                                  nullptr,
-                                  [&stopped] { return stopped.load(); }};
-        batch.add(std::move(f));
+        batch.add(to_write_there(dir, t / "dst", "f" + std::to_string(i), t / "src", 3000, counters, nullptr,
+                                 [&stopped] { return stopped.load(); }));
     }
     batch.flush();
     CHECK(published.size() + failed.size() == 20);

@@ -58,6 +58,24 @@ def passwd_ssh():
     return os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh")
 
 
+def end(proc, grace):
+    """SIGTERM, then SIGKILL after |grace| seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def appears(path, window, seconds=60):
+    """Whether |path| appears within |seconds|, while the window still runs."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not os.path.exists(path) and window.poll() is None:
+        time.sleep(0.2)
+    return os.path.exists(path)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,11 +126,7 @@ class Server:
         raise RuntimeError("the test's sshd did not start listening")
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        end(self.proc, 10)
         if self.made_privsep:
             shutil.rmtree("/run/sshd", ignore_errors=True)
 
@@ -166,10 +180,7 @@ def inner(sanecopy, sanecp, port, served, local):
     window = subprocess.Popen([sanecopy, "--to", f"{url}/window", src], stdout=subprocess.DEVNULL,
                               stderr=open(os.path.join(local, "window.log"), "w"))
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not os.path.exists(there) and window.poll() is None:
-            time.sleep(0.2)
-        check(os.path.exists(there), f"the window copies into {url}/window (exit {window.poll()})")
+        check(appears(there, window), f"the window copies into {url}/window (exit {window.poll()})")
         check(os.path.exists(there) and digest(there) == digest(src), "the window's file is identical on the server")
         check(not part_files(f"{served}/window"), f"no part file: {part_files(served + '/window')}")
 
@@ -184,17 +195,9 @@ def inner(sanecopy, sanecp, port, served, local):
         except subprocess.TimeoutExpired:
             check(False, "a second sanecopy hands its sftp:// file to the window within 60 s")
         copied = os.path.join(into, "remote.bin")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not os.path.exists(copied) and window.poll() is None:
-            time.sleep(0.2)
-        check(os.path.exists(copied) and digest(copied) == digest(src), "the sftp:// file lands identical locally")
+        check(appears(copied, window) and digest(copied) == digest(src), "the sftp:// file lands identical locally")
     finally:
-        window.terminate()
-        try:
-            window.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            window.kill()
-            window.wait()
+        end(window, 20)
         if failures:
             with open(os.path.join(local, "window.log")) as f:
                 print("window's stderr:\n" + f.read()[-2000:])
