@@ -343,6 +343,18 @@ def scenario_trace(name):
         parts = lines[i].split() if i < len(lines) else []
         if len(parts) > 1 and parts[1][0].isdigit() and float(parts[1]) >= 0.005:
             g.diag(f"  {parts[1]} s before: {lines[i - 1][:150]}")
+    # And the big file's data: each read, write and sync with its time of day and how long it took, so the link's
+    # idle stretches (LinkTimeline) can be laid beside what the copy was doing then.
+    clear(name)
+    g.drop_caches()
+    calls = "pread64,pwrite64,sendfile,fdatasync,fsync,sync_file_range,fadvise64,renameat2,renameat,close"
+    g.run(["strace", "-f", "-tt", "-T", "-e", f"trace={calls}", "-o", out, "sanecp", g.big_source(),
+           f"{share(name)}/"], check=False, timeout=600)
+    lines = open(out).read().splitlines() if os.path.exists(out) else []
+    g.diag(f"{name}: big file: {len(lines)} reads, writes and syncs (thread, time, call, result <seconds>):")
+    for line in lines:
+        if "resumed>" in line or "unfinished" in line or any(f"{c}(" in line for c in calls.split(",")):
+            g.diag("  " + line[:40] + " ... " + line[-40:] if len(line) > 90 else "  " + line)
 
 
 def scenario_kio(name):
