@@ -293,6 +293,10 @@ KIO::WorkerResult SaneCopyWorker::copyByJob(const QByteArray &from, const QByteA
             speed(stalled > 0 ? 0 : static_cast<unsigned long>(c.device_rate.load()));
             if (stalled > 0 || saidStalled)
                 infoMessage(stalled > 0 ? notRespondingMessage(c.share.load(), stalled) : QString());
+            if (stalled > 0 && !saidStalled)
+                qCDebug(SANECOPY_KIO) << "stalled: nothing moved for" << stalled << "s";
+            else if (stalled == 0 && saidStalled)
+                qCDebug(SANECOPY_KIO) << "moving again";
             saidStalled = stalled > 0;
             return true;
         });

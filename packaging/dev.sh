@@ -46,8 +46,9 @@ packages=(
     time
     # The man pages are made from each program's --help; man renders them in their test.
     help2man man-db
-    # A private session bus for the single-instance test.
-    dbus
+    # A private session bus for the single-instance test; a stand-in for Plasma's job view server on one
+    # (tests/kio-worker/job_view_standin.py).
+    dbus python3-dbus python3-gi
     # Dolphin 22.12 under Xvfb for the "Safe Copy" place's test, and what drives and photographs it; an X tray
     # for the background state's.
     dolphin xvfb xauth x11-utils xdotool imagemagick trayer

@@ -12,6 +12,7 @@ Exit 0 pass, 1 fail, 77 skip (not root, no kioclient, no loop devices or blkio t
 import argparse
 import filecmp
 import http.server
+import json
 import os
 import shutil
 import signal
@@ -260,6 +261,94 @@ def case_cancel(work):
             left = stick.durable_now(s.majmin)
             check(left <= stick.STAT_SLACK, f"{how}: {left} bytes still to write after the worker ended")
             print(f"{how}: nothing left on the stick, {left / 1024:.0f} KiB dirty")
+
+
+STALL_RATE = 10_000_000
+STALL_SECONDS = 15
+STALL_SAID = 10  # the job view says the device is not answering within this many seconds of the stall
+
+
+def case_job_view_stall(work):
+    """What Plasma's popup is told of a copy dropped through the worker (Dolphin's "Safe Copy" place) onto a stick
+    that stops answering, through KIO's own job tracker talking to a stand-in for Plasma's job view server on a
+    bus of the test's own (job_view_standin.py): the view's rate drops to 0 within STALL_SAID seconds of the
+    stall, never before it, and comes back once the stick writes again; the copy then completes, identical, and
+    the view ends once with no error. The worker's words for it ("has not answered") are checked the same way
+    when KIO hands them on, and reported as a known gap when it does not."""
+    standin = os.path.join(os.path.dirname(os.path.abspath(__file__)), "job_view_standin.py")
+    if shutil.which("dbus-run-session") is None:
+        stick.skip("no dbus-run-session (Debian: dbus)")
+    # python3-dbus and python3-gi are the distribution's: its own interpreter has them where another may not.
+    python = next((py for py in (sys.executable, "/usr/bin/python3") if os.path.exists(py) and subprocess.run(
+        [py, "-c", "import dbus, gi"], capture_output=True).returncode == 0), None)
+    if python is None:
+        stick.skip("no python3-dbus or python3-gi for the stand-in job view server")
+    calls = []
+    with stick.Stick(size_mib=256, rate_bps=STALL_RATE) as s:
+        src = stick.make_file(os.path.join(work, "big.bin"), 100 * MiB)
+        stick.uncache(src)
+        dst = os.path.join(s.mnt, "big.bin")
+        env = dict(os.environ, QT_PLUGIN_PATH=PLUGIN_DIR, QT_QPA_PLATFORM="offscreen", XDG_RUNTIME_DIR=RUNTIME_DIR,
+                   QT_LOGGING_RULES="sanecopy.kio.debug=true")
+        # --interactive: as Dolphin's, the copy job is then shown by the job tracker (else kioclient hides it).
+        p = subprocess.Popen(["dbus-run-session", "--", python, standin, "--", KIOCLIENT, "--interactive", "copy",
+                              url("file", src), url("sanecopy", dst)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                             start_new_session=True)
+        err = []
+        threading.Thread(target=lambda: err.extend(p.stderr), daemon=True).start()
+        reader = threading.Thread(target=lambda: calls.extend(json.loads(line) for line in p.stdout), daemon=True)
+        reader.start()
+        stalled_at = restored_at = None
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and p.poll() is None:
+                if any(c["call"] == "update" and c["args"][0].get("processedBytes", 0) >= 8 * MiB for c in calls):
+                    break
+                time.sleep(0.05)
+            check(p.poll() is None, f"the copy ended before the stall; calls {[c['call'] for c in calls]}: "
+                                    f"{''.join(err)[-500:]}")
+            s.set_rate(1)  # a byte a second: no request of the copy's completes
+            stalled_at = time.monotonic()
+            time.sleep(STALL_SECONDS)
+        finally:
+            s.set_rate(STALL_RATE)
+            restored_at = time.monotonic()
+            try:
+                rc = p.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)  # the bus, the stand-in and kioclient with it
+                rc = p.wait()
+        reader.join(timeout=10)
+        messages = [(c["t"], c["args"][0]["infoMessage"]) for c in calls
+                    if c["call"] == "update" and "infoMessage" in c["args"][0]]
+        speeds = [(c["t"], c["args"][0]["speed"]) for c in calls if c["call"] == "update" and "speed" in c["args"][0]]
+        print(f"stall at +0 s, back at +{restored_at - stalled_at:.1f} s; the view's infoMessage: "
+              f"{[(round(t - stalled_at, 1), m) for t, m in messages]}")
+        print("the worker said:", [e.strip() for e in err if "sanecopy.kio" in e][-6:])
+        check(rc == 0, f"kioclient exited {rc}: {''.join(err)[-500:]}")
+        views = [c for c in calls if c["call"] == "requestView"]
+        check(len(views) == 1, f"KIO asked for {len(views)} job views, want 1")
+        # The rate the popup shows: the stick's while it writes, none (0) once it stands still, not the last one.
+        zero = [t for t, v in speeds if v == 0 and t > stalled_at]
+        check(zero and zero[0] - stalled_at <= STALL_SAID,
+              f"the view's rate was not 0 within {STALL_SAID} s of the stall: {zero[:1]}")
+        check(not any(v == 0 for t, v in speeds if t < stalled_at), "the view showed a rate of 0 before the stall")
+        check(any(v > 0 for t, v in speeds if t > restored_at), "the view's rate stayed 0 after the stick came back")
+        said = [t for t, m in messages if "has not answered" in m]
+        if not said:
+            # The worker says it (its log above), but KIO's copy job does not hand a worker's infoMessage on to the
+            # job view (KF5 5.103 and KF6 as Debian 13 ships them): Plasma's popup shows the rate of 0 only.
+            print("KNOWN GAP (#24): the job view was not given the worker's 'has not answered' words")
+        else:
+            check(stalled_at < said[0] <= stalled_at + STALL_SAID,
+                  f"the job view was told {said[0] - stalled_at:.1f} s after the stall, want (0, {STALL_SAID}] s")
+            check(any(t > restored_at and m == "" for t, m in messages),
+                  "the job view still says the stick is not answering after it wrote again")
+        ends = [c["args"] for c in calls if c["call"] == "terminate"]
+        check(ends == [[0, ""]], f"the job view ended with {ends}, want once with no error")
+        check(filecmp.cmp(src, dst, shallow=False), "copy differs")
+        check(no_part_files(s.mnt), "a part file was left behind")
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

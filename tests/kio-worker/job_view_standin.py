@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A stand-in for Plasma's job view server, as KIO's job tracker looks for it (KIO's KDynamicJobTracker): the
+service org.kde.kuiserver says no window of the application's own is needed and offers org.kde.JobViewServerV2 at
+/JobViewServer, and org.kde.JobViewServer hands out one view (org.kde.JobViewV3) per job. What a view is told
+through update() and terminate() is what Plasma's popup shows of a copy Dolphin started.
+
+    dbus-run-session -- job_view_standin.py -- COMMAND [ARG...]
+
+runs COMMAND on that bus once the services are there, writes each call as one JSON line to stdout,
+{"t": CLOCK_MONOTONIC seconds, "call": NAME, "view": PATH, "args": [...]}, and exits with COMMAND's status."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import dbus
+import dbus.service
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "flatpak"))
+from desktop_standin import plain  # noqa: E402  D-Bus values as JSON's
+
+SERVER = "org.kde.JobViewServerV2"
+VIEW = "org.kde.JobViewV3"
+
+
+def emit(call, view="", args=()):
+    print(json.dumps({"t": time.monotonic(), "call": call, "view": view, "args": [plain(a) for a in args]}),
+          flush=True)
+
+
+class JobView(dbus.service.Object):
+    def __init__(self, bus, path):
+        super().__init__(bus, path)
+        self.path = path
+
+    @dbus.service.method(VIEW, in_signature="a{sv}")
+    def update(self, properties):
+        emit("update", self.path, (properties,))
+
+    @dbus.service.method(VIEW, in_signature="usa{sv}")
+    def terminate(self, error_code, error_message, hints):
+        emit("terminate", self.path, (error_code, error_message))
+
+    @dbus.service.signal(VIEW)
+    def cancelRequested(self):
+        pass
+
+    @dbus.service.signal(VIEW)
+    def suspendRequested(self):
+        pass
+
+    @dbus.service.signal(VIEW)
+    def resumeRequested(self):
+        pass
+
+
+class JobViewServer(dbus.service.Object):
+    def __init__(self, bus):
+        super().__init__(bus, "/JobViewServer")
+        self.bus = bus
+        self.views = []
+
+    # KIO asks this first: False means "the server shows the jobs, no window of your own".
+    @dbus.service.method("org.kde.kuiserver", out_signature="b")
+    def requiresJobTracker(self):
+        emit("requiresJobTracker")
+        return False
+
+    @dbus.service.method(SERVER, in_signature="sia{sv}", out_signature="o")
+    def requestView(self, desktop_entry, capabilities, hints):
+        path = f"/JobViewServer/JobView_{len(self.views) + 1}"
+        self.views.append(JobView(self.bus, path))
+        emit("requestView", path, (desktop_entry, capabilities, hints))
+        return dbus.ObjectPath(path)
+
+
+def main():
+    command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+    if not command:
+        print(__doc__, file=sys.stderr)
+        return 2
+    DBusGMainLoop(set_as_default=True)
+    bus = dbus.SessionBus()
+    server = JobViewServer(bus)
+    names = [dbus.service.BusName(n, bus) for n in ("org.kde.kuiserver", "org.kde.JobViewServer")]
+    emit("ready", "", [n.get_name() for n in names])
+    loop = GLib.MainLoop()
+    child = subprocess.Popen(command, stdout=sys.stderr)  # stdout is the calls
+
+    def check_child():
+        if child.poll() is None:
+            return True
+        loop.quit()
+        return False
+
+    GLib.timeout_add(100, check_child)
+    loop.run()
+    del server
+    rc = child.wait()
+    emit("exited", "", (rc,))
+    return rc if rc >= 0 else 128 - rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
