@@ -31,8 +31,7 @@ using sanecopy::UniqueFd;
 
 namespace {
 
-// What Dolphin's and Plasma's job view say of a copy that has stood still for |seconds| (a stall, EngineJob.h),
-// as the window's row says it.
+// The words for a copy that has stood still for |seconds| (a stall, EngineJob.h), as the window's row says them.
 QString notRespondingMessage(bool share, double seconds)
 {
     const int n = int(seconds);
@@ -288,8 +287,9 @@ KIO::WorkerResult SaneCopyWorker::copyByJob(const QByteArray &from, const QByteA
                 reportedTotal = total;
             }
             processedSize(c.durable_bytes.load());
-            // A stalled share or stick: no rate (the last one would be a lie) and a word of why in Dolphin's and
-            // Plasma's job view, as the window's row says it.
+            // A stalled share or stick: no rate (the last one would be a lie), which Plasma's popup shows. The
+            // words go too, as the window's row says them, but KIO drops a worker's infoMessage on the way to the
+            // popup (it arrives naming the worker's job, which the tracker has no view for; test_kio_worker.py).
             speed(stalled > 0 ? 0 : static_cast<unsigned long>(c.device_rate.load()));
             if (stalled > 0 || saidStalled)
                 infoMessage(stalled > 0 ? notRespondingMessage(c.share.load(), stalled) : QString());

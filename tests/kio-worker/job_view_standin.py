@@ -5,7 +5,7 @@ service org.kde.kuiserver says no window of the application's own is needed and 
 /JobViewServer, and org.kde.JobViewServer hands out one view (org.kde.JobViewV3) per job. What a view is told
 through update() and terminate() is what Plasma's popup shows of a copy Dolphin started.
 
-    dbus-run-session -- job_view_standin.py -- COMMAND [ARG...]
+    job_view_standin.py -- COMMAND [ARG...]        (DBUS_SESSION_BUS_ADDRESS: the bus to serve on)
 
 runs COMMAND on that bus once the services are there, writes each call as one JSON line to stdout,
 {"t": CLOCK_MONOTONIC seconds, "call": NAME, "view": PATH, "args": [...]}, and exits with COMMAND's status."""
@@ -94,7 +94,8 @@ def main():
     def check_child():
         if child.poll() is None:
             return True
-        loop.quit()
+        # What the child sent last (a view's terminate) may still wait on the bus: take it before leaving.
+        GLib.timeout_add(500, loop.quit)
         return False
 
     GLib.timeout_add(100, check_child)

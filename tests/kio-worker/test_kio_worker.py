@@ -10,6 +10,7 @@ the device has nothing left to write. Timings are printed, never asserted.
 Exit 0 pass, 1 fail, 77 skip (not root, no kioclient, no loop devices or blkio throttle), with the reason.
 """
 import argparse
+import contextlib
 import filecmp
 import http.server
 import json
@@ -271,75 +272,88 @@ STALL_SAID = 10  # the job view says the device is not answering within this man
 def case_job_view_stall(work):
     """What Plasma's popup is told of a copy dropped through the worker (Dolphin's "Safe Copy" place) onto a stick
     that stops answering, through KIO's own job tracker talking to a stand-in for Plasma's job view server on a
-    bus of the test's own (job_view_standin.py): the view's rate drops to 0 within STALL_SAID seconds of the
-    stall, never before it, and comes back once the stick writes again; the copy then completes, identical, and
-    the view ends once with no error. The worker's words for it ("has not answered") are checked the same way
-    when KIO hands them on, and reported as a known gap when it does not."""
+    bus of the test's own (job_view_standin.py): the worker notices the stall and the stick's return (its log),
+    the view's rate drops to 0 within STALL_SAID seconds of the stall, never before it, and comes back once the
+    stick writes again; the copy then completes, identical, and the view ends once with no error.
+    The worker also sends its words for it ("has not answered"), but KIO does not hand a worker's infoMessage on
+    to the view: KCompositeJob passes it up naming the worker's own job, which the tracker has no view for. They
+    are checked the same way if they ever arrive, and reported as a known gap while they do not."""
     standin = os.path.join(os.path.dirname(os.path.abspath(__file__)), "job_view_standin.py")
-    if shutil.which("dbus-run-session") is None:
-        stick.skip("no dbus-run-session (Debian: dbus)")
+    if shutil.which("dbus-daemon") is None:
+        stick.skip("no dbus-daemon (Debian: dbus)")
     # python3-dbus and python3-gi are the distribution's: its own interpreter has them where another may not.
     python = next((py for py in (sys.executable, "/usr/bin/python3") if os.path.exists(py) and subprocess.run(
         [py, "-c", "import dbus, gi"], capture_output=True).returncode == 0), None)
     if python is None:
         stick.skip("no python3-dbus or python3-gi for the stand-in job view server")
-    calls = []
-    with stick.Stick(size_mib=256, rate_bps=STALL_RATE) as s:
+    calls, err = [], []
+
+    def read_calls(pipe):
+        for line in pipe:
+            try:
+                calls.append(json.loads(line))
+            except ValueError:
+                err.append(line)
+
+    with stick.Stick(size_mib=256, rate_bps=STALL_RATE) as s, SessionBus() as bus:
         src = stick.make_file(os.path.join(work, "big.bin"), 100 * MiB)
         stick.uncache(src)
         dst = os.path.join(s.mnt, "big.bin")
         env = dict(os.environ, QT_PLUGIN_PATH=PLUGIN_DIR, QT_QPA_PLATFORM="offscreen", XDG_RUNTIME_DIR=RUNTIME_DIR,
-                   QT_LOGGING_RULES="sanecopy.kio.debug=true")
+                   QT_LOGGING_RULES="sanecopy.kio.debug=true", DBUS_SESSION_BUS_ADDRESS=bus.address)
         # --interactive: as Dolphin's, the copy job is then shown by the job tracker (else kioclient hides it).
-        p = subprocess.Popen(["dbus-run-session", "--", python, standin, "--", KIOCLIENT, "--interactive", "copy",
-                              url("file", src), url("sanecopy", dst)],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                             start_new_session=True)
-        err = []
-        threading.Thread(target=lambda: err.extend(p.stderr), daemon=True).start()
-        reader = threading.Thread(target=lambda: calls.extend(json.loads(line) for line in p.stdout), daemon=True)
-        reader.start()
-        stalled_at = restored_at = None
+        p = subprocess.Popen([python, standin, "--", KIOCLIENT, "--interactive", "copy", url("file", src),
+                              url("sanecopy", dst)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, errors="replace", start_new_session=True)
+        readers = [threading.Thread(target=lambda: err.extend(p.stderr), daemon=True),
+                   threading.Thread(target=read_calls, args=(p.stdout,), daemon=True)]
+        for r in readers:
+            r.start()
+        rc = None
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and p.poll() is None:
-                if any(c["call"] == "update" and c["args"][0].get("processedBytes", 0) >= 8 * MiB for c in calls):
-                    break
-                time.sleep(0.05)
+            wait_for(lambda: p.poll() is not None or any(
+                c["call"] == "update" and c["args"][0].get("processedBytes", 0) >= 8 * MiB for c in calls), 60)
             check(p.poll() is None, f"the copy ended before the stall; calls {[c['call'] for c in calls]}: "
                                     f"{''.join(err)[-500:]}")
             s.set_rate(1)  # a byte a second: no request of the copy's completes
             stalled_at = time.monotonic()
             time.sleep(STALL_SECONDS)
-        finally:
             s.set_rate(STALL_RATE)
             restored_at = time.monotonic()
-            try:
-                rc = p.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)  # the bus, the stand-in and kioclient with it
-                rc = p.wait()
-        reader.join(timeout=10)
+            rc = p.wait(timeout=120)
+        finally:
+            s.set_rate(STALL_RATE)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)  # kioclient and the stand-in, whatever failed above
+            p.wait()
+            for r in readers:
+                r.join(timeout=10)
+        said_by_worker = [e.strip() for e in err if "sanecopy.kio" in e]
         messages = [(c["t"], c["args"][0]["infoMessage"]) for c in calls
                     if c["call"] == "update" and "infoMessage" in c["args"][0]]
         speeds = [(c["t"], c["args"][0]["speed"]) for c in calls if c["call"] == "update" and "speed" in c["args"][0]]
-        print(f"stall at +0 s, back at +{restored_at - stalled_at:.1f} s; the view's infoMessage: "
+        print(f"stall at +0 s, back at +{restored_at - stalled_at:.1f} s; the view's rates of 0 at "
+              f"{[round(t - stalled_at, 1) for t, v in speeds if v == 0][:3]}...; its infoMessage: "
               f"{[(round(t - stalled_at, 1), m) for t, m in messages]}")
-        print("the worker said:", [e.strip() for e in err if "sanecopy.kio" in e][-6:])
+        print("the worker said:", said_by_worker[-4:])
         check(rc == 0, f"kioclient exited {rc}: {''.join(err)[-500:]}")
+        check(any("stalled: nothing moved" in e for e in said_by_worker), "the worker never noticed the stall")
+        check(any("moving again" in e for e in said_by_worker), "the worker never noticed the stick was back")
         views = [c for c in calls if c["call"] == "requestView"]
         check(len(views) == 1, f"KIO asked for {len(views)} job views, want 1")
         # The rate the popup shows: the stick's while it writes, none (0) once it stands still, not the last one.
+        # Before the first rate is measured the worker sends none (0) too: that is not counted.
+        measured = next((t for t, v in speeds if v > 0), None)
+        check(measured is not None and measured < stalled_at, "the view was never shown a rate before the stall")
         zero = [t for t, v in speeds if v == 0 and t > stalled_at]
         check(zero and zero[0] - stalled_at <= STALL_SAID,
               f"the view's rate was not 0 within {STALL_SAID} s of the stall: {zero[:1]}")
-        check(not any(v == 0 for t, v in speeds if t < stalled_at), "the view showed a rate of 0 before the stall")
+        check(not any(v == 0 for t, v in speeds if measured < t < stalled_at),
+              "the view showed a rate of 0 before the stall")
         check(any(v > 0 for t, v in speeds if t > restored_at), "the view's rate stayed 0 after the stick came back")
         said = [t for t, m in messages if "has not answered" in m]
         if not said:
-            # The worker says it (its log above), but KIO's copy job does not hand a worker's infoMessage on to the
-            # job view (KF5 5.103 and KF6 as Debian 13 ships them): Plasma's popup shows the rate of 0 only.
-            print("KNOWN GAP (#24): the job view was not given the worker's 'has not answered' words")
+            print("KNOWN GAP: the job view was not given the worker's 'has not answered' words (KIO drops them)")
         else:
             check(stalled_at < said[0] <= stalled_at + STALL_SAID,
                   f"the job view was told {said[0] - stalled_at:.1f} s after the stall, want (0, {STALL_SAID}] s")
