@@ -558,8 +558,9 @@ def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
     # KIO hands the worker one file at a time, which costs what the tmpfs run took; the worker holds the small files
     # of the folders it made and makes them durable in groups, as sanecp does, the last group before KIO's job ends
     # (kio-worker/FolderRun.h). One sync or two a file would add 15-45 s here.
-    tap(secs <= floor + (1 + NOISE) * sanecp_secs, f"{fs}/desktop: small files through the KIO worker: <= its time "
-        f"onto a tmpfs + sanecp's time for the tree (+{NOISE:.0%})",
+    # Both sides of the sum are measured, and KIO's own cost under emulation swings most (22.7-25.3 s in one CI run).
+    tap(secs <= (1 + NOISE) * (floor + sanecp_secs), f"{fs}/desktop: small files through the KIO worker: <= its "
+        f"time onto a tmpfs + sanecp's time for the tree (+{NOISE:.0%})",
         f"{secs:.2f} s against {floor:.2f} + {sanecp_secs:.2f} s")
     if cp is not None:
         tap(secs <= KIO_DESKTOP_RATIO * cp, f"{fs}/desktop: small files through the KIO worker: <= "

@@ -347,11 +347,15 @@ def scenario_trace(name):
     # idle stretches (LinkTimeline) can be laid beside what the copy was doing then.
     clear(name)
     g.drop_caches()
-    calls = "pread64,pwrite64,sendfile,fdatasync,fsync,sync_file_range,fadvise64,renameat2,renameat,close"
-    g.run(["strace", "-f", "-tt", "-T", "-e", f"trace={calls}", "-o", out, "sanecp", g.big_source(),
-           f"{share(name)}/"], check=False, timeout=600)
+    calls = ("pread64,pwrite64,sendfile,copy_file_range,fdatasync,fsync,msync,syncfs,sync_file_range,fadvise64,"
+             "renameat2,renameat,close")
+    # Under a name not used before, as above.
+    again = f"{share(name)}/trace-{int(time.monotonic())}"
+    os.makedirs(again, exist_ok=True)
+    g.run(["strace", "-f", "-tt", "-T", "-e", f"trace={calls}", "-o", out, "sanecp", g.big_source(), f"{again}/"],
+          check=False, timeout=600)
     lines = open(out).read().splitlines() if os.path.exists(out) else []
-    g.diag(f"{name}: big file: {len(lines)} reads, writes and syncs (thread, time, call, result <seconds>):")
+    g.diag(f"{name}: big file: the data calls, {len(lines)} lines (thread, time, call, result <seconds>):")
     for line in lines:
         if "resumed>" in line or "unfinished" in line or any(f"{c}(" in line for c in calls.split(",")):
             g.diag("  " + line[:40] + " ... " + line[-40:] if len(line) > 90 else "  " + line)
@@ -402,6 +406,8 @@ def scenario_stall(name):
     def watch(rec, at):
         if rec.get("type") == "progress" and rec.get("durable_bytes", 0) > 0:
             moving.set()
+        if rec.get("type") == "progress":
+            state.setdefault("seen", []).append((at, rec))
         if rec.get("type") != "progress" or state["stalled_at"] is None:
             return
         if rec.get("stalled_seconds", 0) > 0 and state["noticed"] is None and state["restored_at"] is None:
@@ -426,6 +432,13 @@ def scenario_stall(name):
     g.tap(rc == 0, f"{name}: stall: the copy completes once the link is back", err.strip()[:200])
     g.tap(g.identical(src, f"{server_folder(name)}/big.bin"),
           f"{name}: stall: byte-identical on the server")
+    if noticed is None or noticed - stalled_at > STALL_NOTICE:
+        # What moved after the cut, and when: a late notice means something still counted as motion.
+        g.diag(f"{name}: stall: the records from 2 s before the cut (time since it, durable MiB, written MiB, "
+               "stalled s, files done): " + "; ".join(
+                   f"{at - stalled_at:+.1f} {r.get('durable_bytes', 0) / MiB:.1f} {r.get('written_bytes', 0) / MiB:.1f} "
+                   f"{r.get('stalled_seconds', 0):.1f} {r.get('files_done', 0)}"
+                   for at, r in state.get("seen", []) if -2 <= at - stalled_at <= STALL_SECONDS))
     g.tap(noticed is not None and noticed - stalled_at <= STALL_NOTICE,
           f"{name}: stall: sanecp says the share is not responding within {STALL_NOTICE} s",
           "never" if noticed is None else f"after {noticed - stalled_at:.1f} s")
