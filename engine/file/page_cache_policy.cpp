@@ -240,11 +240,33 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
     }
     queue_.push_back({off, len});
     pending_bytes_ += len;
+    if (Status s = take_synced(durable); !s)
+        return s;
     while (queue_.size() > max_windows) {
         if (Status s = wait_oldest(durable); !s)
             return s;
     }
     return {};
+}
+
+// ChunkSync: what the helper has synced counts now, not only once the window budget makes the copy wait for it.
+// Counted late, a window's bytes were a chunk's size from eight chunks before, over one chunk's time: the rate
+// measured from them stayed a fraction of the share's, and the chunks planned from that rate with it. Onto sshfs
+// 120 MiB went in 4.5 MiB chunks where two seconds of link time are 20 MiB, each chunk's sync holding the file's
+// writes back (tests/vm/shares.py, share-trace-sshfs). A failed sync surfaces here too, at once.
+Status WritebackWindows::take_synced(uint64_t &durable)
+{
+    if (mode_ != WritebackMode::ChunkSync)
+        return {};
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (queue_.empty() || (synced_ <= waited_ && !sync_error_))
+                return {};
+        }
+        if (Status s = wait_oldest(durable); !s)
+            return s;
+    }
 }
 
 Status WritebackWindows::wait_oldest(uint64_t &durable)

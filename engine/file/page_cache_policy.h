@@ -113,8 +113,9 @@ public:
     WritebackWindows(const WritebackWindows &) = delete;
     WritebackWindows &operator=(const WritebackWindows &) = delete;
 
-    // Starts writeback of [off, off+len) and queues it. Then, while more than |max_windows| are queued,
-    // waits for the oldest. Adds the bytes that became durable to |durable|.
+    // Starts writeback of [off, off+len) and queues it. Then takes the windows already known durable (ChunkSync:
+    // those the helper has synced) and, while more than |max_windows| are queued, waits for the oldest. Adds the
+    // bytes that became durable to |durable|.
     Status submit(uint64_t off, uint64_t len, unsigned max_windows, uint64_t &durable);
     // Waits for every queued window. Adds their bytes to |durable|.
     Status drain(uint64_t &durable);
@@ -131,6 +132,7 @@ private:
         uint64_t len;
     };
     Status wait_oldest(uint64_t &durable);
+    Status take_synced(uint64_t &durable);
     Status start_sync_thread();
     void sync_loop();
     int sync_range(uint64_t from, uint64_t to);
