@@ -49,7 +49,7 @@ struct FaultSyscalls : Syscalls {
     // What happened.
     std::atomic<int> ficlone_calls {0}, copy_file_range_calls {0}, sendfile_calls {0}, pwrite_calls {0};
     std::atomic<int> fdatasync_calls {0}, fsync_calls {0}, syncfs_calls {0}, sync_file_range_calls {0};
-    std::atomic<int> msync_calls {0};
+    std::atomic<int> msync_calls {0}, msyncs_returned {0}; // the second: real syncs done, counted once returned
     std::atomic<uint64_t> msync_bytes {0}, msync_widest {0};
     std::atomic<int> seeks_to_start {0}; // lseek(fd, 0, SEEK_SET): a copy that starts over positions its file there
     std::atomic<int> sync_file_range_waits {0}, dontneed_calls {0}, willneed_calls {0}, eintr_injected {0};
@@ -204,7 +204,9 @@ struct FaultSyscalls : Syscalls {
             errno = msync_errno;
             return -1;
         }
-        return Syscalls::raw_msync(addr, len, flags);
+        const int r = Syscalls::raw_msync(addr, len, flags);
+        ++msyncs_returned;
+        return r;
     }
     off_t raw_lseek(int fd, off_t off, int whence) override
     {

