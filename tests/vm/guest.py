@@ -84,11 +84,12 @@ def tap(ok, what, detail="", todo=""):
     return ok
 
 
-def run_timed(name, step):
+def run_timed(name, step, timing=None):
     """Runs a scenario whose checks compare times, and repeats it once if one of them failed: under software
     emulation on a shared machine a single run of a tool is now and then a third slower than its usual (seen once
     in six runs of the small-file case). Both attempts are printed; the second one's results are the ones that
-    count, so a tool that is really slower still fails."""
+    count, so a tool that is really slower still fails. |timing|(what): whether a check is a time bound; then
+    only a failed time bound repeats the scenario, and any other failure counts at once."""
     global _held
     for attempt in (1, 2):
         _held = []
@@ -98,6 +99,8 @@ def run_timed(name, step):
             _held.append((False, f"{name}: ran to its end", f"{type(e).__name__}: {e}", ""))
         results, _held = _held, None
         if attempt == 2 or all(ok or todo for ok, _, _, todo in results):
+            break
+        if timing and not all(ok or todo or timing(what) for ok, what, _, todo in results):
             break
         for ok, what, detail, _ in results:
             if not ok:
@@ -532,7 +535,8 @@ def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
     """The same tree dropped on Dolphin's "Safe Copy" place: kioclient through the KF6 worker, as the desktop's
     user. KIO hands the worker one file at a time, each its own engine job."""
     # What KIO and the worker cost a file with no device behind it: the same tree onto a tmpfs (which the worker
-    # copies without syncs). Under this emulation that alone is about 15 s; KIO's own file worker took 78-79 s.
+    # copies without syncs). Under this emulation that alone takes 15-25 s, by the machine's load; KIO's own file
+    # worker took 78-79 s. A slower run than that allows is repeated once (run_timed).
     shm = "/dev/shm/kio-floor"
     shutil.rmtree(shm, ignore_errors=True)
     os.makedirs(shm)
@@ -1258,9 +1262,11 @@ def main():
         # Those whose checks compare times: with "compare" all of these, else the desktop mounts' small files (their
         # time bounds, and the KIO worker's against its tmpfs floor).
         # And a stalled share's notice, which has a bound of its own (cifs once took 12.0 s in CI, 5.6-7.1 s in
-        # every other run).
-        if ((COMPARE and name.startswith(("big-", "small-", "share-big-", "share-small-")))
-                or (name.startswith("small-") and name.endswith("-desktop")) or name.startswith("share-stall-")):
+        # every other run): only that bound repeats it; the copy's own checks count the first time.
+        if name.startswith("share-stall-"):
+            run_timed(name, step, timing=lambda what: "not responding within" in what)
+        elif ((COMPARE and name.startswith(("big-", "small-", "share-big-", "share-small-")))
+              or (name.startswith("small-") and name.endswith("-desktop"))):
             run_timed(name, step)
         else:
             try:

@@ -277,9 +277,10 @@ def scenario_big(name):
     g.tap(rc == 0, f"{name}: big file: sanecp exits 0", err.strip()[:200])
     g.tap(g.identical(src, f"{server_folder(name)}/big.bin"),
           f"{name}: big file: byte-identical on the server")
-    # Known gaps (#24), run and printed as TODO: sshfs (2 s chunks by O_DIRECT, each synced by an fsync that holds
-    # the file until every write before it is answered) came out at 0.96-1.15x dd, whose own time spreads by 20 %
-    # here; cifs and NFS reach 88-90 % of the link, where cp + sync reaches 84 % and raw TCP 92-94 %.
+    # Known gaps (#24), run and printed as TODO: sshfs (chunks of up to 2 s by O_DIRECT, each synced by an fsync
+    # that holds the file until every write before it is answered) came out at 0.998-1.109x dd since its windows
+    # count as they are synced (1.16-1.24x before), dd's own time spreading by 20 % here; cifs and NFS reach
+    # 88-90 % of the link, where cp + sync reaches 84 % and raw TCP 92-94 %.
     if g.COMPARE:
         g.tap(secs <= g.BIG_RATIO * (1 + g.NOISE) * best,
               f"{name}: big file: time to durable <= 1.0x the better of cp + sync and dd (+{g.NOISE:.0%} noise)",
@@ -433,7 +434,8 @@ def scenario_stall(name):
     g.tap(g.identical(src, f"{server_folder(name)}/big.bin"),
           f"{name}: stall: byte-identical on the server")
     if noticed is None or noticed - stalled_at > STALL_NOTICE:
-        # What moved after the cut, and when: a late notice means something still counted as motion.
+        # What moved after the cut, and when: a late notice means something still counted as motion. The records
+        # carry the bytes and files; a beat (a file created, a group settled) shows only as their absence here.
         g.diag(f"{name}: stall: the records from 2 s before the cut (time since it, durable MiB, written MiB, "
                "stalled s, files done): " + "; ".join(
                    f"{at - stalled_at:+.1f} {r.get('durable_bytes', 0) / MiB:.1f} {r.get('written_bytes', 0) / MiB:.1f} "
