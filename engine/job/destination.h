@@ -28,6 +28,12 @@ struct CopyItem {
     // answer rather than asking again, a round trip each onto a share. Whatever appears there meanwhile still
     // meets the publish step's no-replace rename.
     bool target_absent = false;
+
+    // Whether the entry |rel| below the item (empty: the item itself), named |name| in target_dir, is that target.
+    bool known_absent(const std::string &rel, const std::string &name) const
+    {
+        return target_absent && rel.empty() && name == target_name;
+    }
 };
 
 struct Resolution {

@@ -222,7 +222,7 @@ TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &
     const std::string target_name = target_rel(join(item.item.target_name, e.rel), spec, plan.device.limits);
     const std::string target = join(item.item.target_dir, target_name);
     // The item's own target was looked up as it was resolved (CopyItem::target_absent).
-    const bool known_absent = e.rel.empty() && item.item.target_absent && target_name == item.item.target_name;
+    const bool known_absent = item.item.known_absent(e.rel, target_name);
     if (e.kind == EntryKind::Directory) {
         if (known_absent)
             absent.folder = e.rel;

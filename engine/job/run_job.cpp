@@ -258,9 +258,8 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
         report_error(std::move(error), source);
         return;
     }
-    task.target_free =
-        claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin,
-                         single_item_ && entry.rel.empty() && item.target_absent && dst_rel == item.target_name);
+    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin,
+                                        single_item_ && item.known_absent(entry.rel, dst_rel));
     if (spec_.rename_invalid)
         task.note = rename_note(join(item.target_name, entry.rel));
     switch (entry.kind) {
