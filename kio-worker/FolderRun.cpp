@@ -117,7 +117,11 @@ sanecopy::Status FolderRun::settleLocked(bool endRun)
 sanecopy::Status FolderRun::settle()
 {
     std::lock_guard lock(mutex_);
-    return settleLocked(false);
+    sanecopy::Status s = settleLocked(false);
+    // A call too, and the run goes on: the idle clock starts when it returns, not at the hold before it, or a
+    // settle that took longer than kIdle (its syncs) let the idle loop end the run under the next hold.
+    last_ = std::chrono::steady_clock::now();
+    return s;
 }
 
 sanecopy::Status FolderRun::end()
