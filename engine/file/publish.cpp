@@ -327,7 +327,7 @@ Status publish_synced(PartFile &part, const PublishSteps &steps, std::string *fi
 
 Status publish(PartFile &part, const PublishSteps &steps, std::string *final_name)
 {
-    if (steps.syncs) {
+    if (steps.syncs && !steps.data_durable) {
         if (Status s = part.sync_data(steps.data_sync); !s)
             return s;
     }

@@ -125,6 +125,8 @@ struct PublishSteps {
     std::function<void()> on_durable;
     // Reads the file back and compares it with its source; empty: no verify.
     std::function<Status(const PartFile &)> verify;
+    // The data is durable already (a share's windows each synced to the server): no sync of the file's own.
+    bool data_durable = false;
 };
 
 // Steps 3 to 6 for a file made durable on its own: sync_data → on_durable → verify → commit → the folder's

@@ -127,6 +127,10 @@ struct JobPlan {
     std::vector<ItemPlan> items;
     DeviceInfo device;
     bool device_known = false;
+    // The receiving folder, opened as it was probed (onto NFS an open is a round trip of its own, which the probe
+    // takes while the sources' targets are looked up); the run uses it while that path still names this folder.
+    std::string target_folder;
+    SharedDirFd target_root;
     uint64_t total_bytes = 0;
     uint64_t files = 0;
     std::vector<Status> errors; // sources that can't be copied at all, or a destination that can't be used

@@ -196,7 +196,8 @@ Result<CopyItem> resolve_source(const std::string &source, const std::string &ta
 
 } // namespace
 
-Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest, DestinationRule rule)
+Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest, DestinationRule rule,
+                               const std::function<void(const std::string &folder)> &on_folder)
 {
     Resolution r;
     if (sources.empty() || dest.empty()) {
@@ -206,6 +207,8 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
     std::string target_dir, as_name;
     if (r.fatal = destination_folder(sources.size(), dest, rule, target_dir, as_name); !r.fatal.ok())
         return r;
+    if (on_folder)
+        on_folder(target_dir);
     const std::string real_target_dir = real_path(target_dir);
     for (const std::string &source : sources) {
         Result<CopyItem> item = resolve_source(source, target_dir, as_name, real_target_dir);

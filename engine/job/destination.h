@@ -12,6 +12,7 @@
 #include "paths.h" // strip_trailing_slashes, split_path: most users of the rules need them
 #include "result.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,11 @@ struct Resolution {
 // folder of that name exists (that is a conflict, not "into it"); KIO and the GUI's per-file jobs mean that.
 enum class DestinationRule { FollowCp, ExactTarget };
 
+// |on_folder|, when given, learns the receiving folder as soon as it is known, before the sources' targets are
+// looked up in it (plan_job probes the folder's device meanwhile: onto a share each is a round trip).
 Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest,
-                               DestinationRule rule = DestinationRule::FollowCp);
+                               DestinationRule rule = DestinationRule::FollowCp,
+                               const std::function<void(const std::string &folder)> &on_folder = {});
 
 // Inside a flatpak sandbox (/.flatpak-info exists), a path the user sees on the host may not exist for SaneCopy:
 // what the sandbox shows, and the `flatpak override` that lets it reach |path|. Empty outside a sandbox.

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <array>
+#include <future>
+#include <system_error>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -161,15 +163,51 @@ struct SpaceCounts {
     std::array<SpaceCount, 3> fit;
 };
 
-void probe_destination(JobPlan &plan, const std::string &target_dir)
-{
-    if (auto probed = probe_device(target_dir); probed.ok()) {
-        plan.device = probed.value();
-        plan.device_known = true;
-    } else {
-        plan.device.writeback = WritebackMode::ChunkSync; // unknown filesystem: the mode that is right everywhere
+// The receiving folder's device probed, and the folder opened for the run, on a thread of their own while the
+// sources' targets are looked up: onto a share the probe's statfs, the open (NFS revalidates a folder it opens)
+// and each lookup are a round trip (25-50 ms each over 10 ms of latency), and the first byte waited for all of
+// them one after another.
+class DestinationProbe {
+public:
+    void start(const std::string &folder)
+    {
+        folder_ = folder;
+        try {
+            probed_ = std::async(std::launch::async, probe_folder, folder);
+        } catch (const std::system_error &) { // no thread to be had: probed when asked for
+            probed_ = std::async(std::launch::deferred, probe_folder, folder);
+        }
     }
-}
+    void into(JobPlan &plan)
+    {
+        Probed probed = probed_.get();
+        if (probed.device.ok()) {
+            plan.device = probed.device.value();
+            plan.device_known = true;
+            plan.target_folder = folder_;
+            plan.target_root = std::move(probed.root);
+        } else {
+            plan.device.writeback = WritebackMode::ChunkSync; // unknown filesystem: the mode right everywhere
+        }
+    }
+
+private:
+    struct Probed {
+        Result<DeviceInfo> device;
+        SharedDirFd root; // null if it can't be opened: the run tries again, and says why
+    };
+    static Probed probe_folder(const std::string &folder)
+    {
+        Result<DeviceInfo> device = probe_device(folder);
+        Status unused;
+        SharedDirFd root =
+            device.ok() ? open_dir(AT_FDCWD, folder.c_str(), unused, folder, false, Side::Destination) : SharedDirFd();
+        return {std::move(device), std::move(root)};
+    }
+
+    std::string folder_;
+    std::future<Probed> probed_; // its destructor waits for a probe nobody asked for
+};
 
 // A folder onto a folder merges; a file or link onto any name in use is a conflict, which the plan lists.
 void note_taken(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const std::string &target, TargetLook &look,
@@ -289,7 +327,9 @@ void count_space(JobPlan &plan, const JobSpec &spec, const SpaceCounts &space)
 JobPlan plan_job(const JobSpec &spec)
 {
     JobPlan plan;
-    Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule);
+    DestinationProbe probe;
+    Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule,
+                                         [&](const std::string &folder) { probe.start(folder); });
     plan.errors = std::move(res.errors);
     if (!res.fatal.ok()) {
         plan.errors.push_back(res.fatal);
@@ -297,7 +337,7 @@ JobPlan plan_job(const JobSpec &spec)
     }
     if (res.items.empty())
         return plan;
-    probe_destination(plan, res.items.front().target_dir);
+    probe.into(plan);
     SpaceCounts space(spec, plan.device);
     for (CopyItem &copy : res.items) {
         ItemPlan &item = plan.items.emplace_back();

@@ -72,6 +72,8 @@ void JobRunner::start(JobPlan &plan)
         report_error(std::move(s), path);
     }
     device_ = plan.device;
+    planned_folder_ = plan.target_folder;
+    planned_root_ = plan.target_root;
     // With one item no other of this job can take its target's name (under another case, or by a move's rename),
     // so what resolving found there holds for the run (CopyItem::target_absent).
     single_item_ = plan.items.size() == 1;
@@ -187,7 +189,7 @@ bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDi
 {
     Status error;
     src_root = open_dir(AT_FDCWD, item.source_dir.c_str(), error, item.source_dir, false, Side::Source);
-    if (src_root)
+    if (src_root && !(dst_root = planned_root(item.target_dir)))
         dst_root = open_dir(AT_FDCWD, item.target_dir.c_str(), error, item.target_dir, false, Side::Destination);
     if (!dst_root) {
         report_error(std::move(error), item.source);
@@ -196,6 +198,18 @@ bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDi
     if (!any_dest_dir_)
         any_dest_dir_ = dst_root;
     return true;
+}
+
+SharedDirFd JobRunner::planned_root(const std::string &folder) const
+{
+    // An item's run may come long after the plan (questions to the user before it): the folder may have been
+    // replaced or unmounted since (a stick pulled and plugged back in). Looking its path up again costs no round
+    // trip, as an open does on NFS.
+    struct stat now {}, held {};
+    if (!planned_root_ || folder != planned_folder_ || sys().fstatat(AT_FDCWD, folder.c_str(), &now, 0) < 0 ||
+        sys().fstat(planned_root_->get(), &held) < 0 || now.st_dev != held.st_dev || now.st_ino != held.st_ino)
+        return {};
+    return planned_root_;
 }
 
 void JobRunner::walk_item(ItemWalk &walk)

@@ -8,6 +8,7 @@
 #include "units.h"
 
 #include <climits>
+#include <filesystem>
 #include <utility>
 #include <vector>
 #include <fcntl.h>
@@ -99,6 +100,30 @@ TEST_CASE("publish: FilesystemFirst syncs the filesystem before the file, and a 
     REQUIRE_FALSE(s.ok());
     CHECK(s.op() == "syncfs");
     CHECK(s.err() == EIO);
+}
+
+TEST_CASE("publish: data a share's windows made durable gets no sync of its own, the rest of the steps stay")
+{
+    TempDir t;
+    FaultSyscalls fs;
+    ScopedSyscalls seam(fs);
+    for (const bool durable : {false, true}) {
+        const std::string name = durable ? "synced.txt" : "plain.txt";
+        auto part = part_holding(t, name, "payload");
+        bool told = false;
+        PublishSteps steps;
+        steps.on_durable = [&] { told = true; };
+        steps.data_durable = durable;
+        const int fdatasyncs = fs.fdatasync_calls.load();
+        const int fsyncs = fs.fsync_calls.load();
+        REQUIRE(publish(part.value(), steps).ok());
+        CAPTURE(durable);
+        CHECK(fs.fdatasync_calls.load() - fdatasyncs == (durable ? 0 : 1));
+        CHECK(fs.fsync_calls.load() - fsyncs == 1); // the folder's, after the rename
+        CHECK(told);
+        CHECK(read_file(t / name) == "payload");
+        CHECK_FALSE(std::filesystem::exists(t / part_name_for(name)));
+    }
 }
 
 TEST_CASE("publish: an uncommitted part file is removed when it goes out of scope")

@@ -8,8 +8,11 @@
 #include "test_support.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <dirent.h>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <fcntl.h>
@@ -583,6 +586,100 @@ TEST_CASE("walk: a tree big enough to be read ahead on threads is planned the sa
     CHECK(plan.files == 120 * 200);
     CHECK(plan.total_bytes == 0);
     CHECK(threads() == before);
+}
+
+namespace {
+// The lookup of |target| waits (up to 10 s) for the destination's statfs: whether it came while the lookup was out.
+struct LookupWaitsForStatfs : FaultSyscalls {
+    std::string target;
+    std::mutex mutex;
+    std::condition_variable statfs_seen;
+    bool statfs = false;
+    bool overlapped = false;
+    int raw_fstatfs(int fd, struct statfs *st) override
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            statfs = true;
+        }
+        statfs_seen.notify_all();
+        return FaultSyscalls::raw_fstatfs(fd, st);
+    }
+    int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
+    {
+        if (path == target) {
+            std::unique_lock<std::mutex> lock(mutex);
+            overlapped = statfs_seen.wait_for(lock, std::chrono::seconds(10), [&] { return statfs; });
+        }
+        return FaultSyscalls::raw_fstatat(dirfd, path, st, flags);
+    }
+};
+} // namespace
+
+TEST_CASE("plan: the destination's device is probed while the sources' targets are looked up")
+{
+    // Onto a share the probe's statfs and each lookup are a round trip: one after another, the first byte waited
+    // for all of them.
+    TempDir t;
+    write_text_file(t / "x", "x");
+    mkdir_p(t / "out");
+    LookupWaitsForStatfs fs;
+    fs.target = t / "out/x";
+    JobPlan plan;
+    {
+        ScopedSyscalls seam(fs);
+        plan = plan_job(spec_of({t / "x"}, t / "out"));
+    }
+    CHECK(fs.overlapped);
+    CHECK(plan.errors.empty());
+    CHECK(plan.device_known);
+    CHECK(plan.files == 1);
+    CHECK(plan.taken.empty());
+}
+
+TEST_CASE("run: the receiving folder opened beside the probe is the one written into, unless replaced since")
+{
+    // Onto NFS every open of a folder is a round trip: the plan's opening serves the run.
+    TempDir t;
+    mkdir_p(t / "src");
+    write_text_file(t / "src/x", "x");
+    mkdir_p(t / "out");
+    const std::string out = t / "out";
+    FaultSyscalls fs;
+    std::atomic<int> opens {0};
+    fs.on_open = [&](const char *path, int flags) {
+        if (path == out && (flags & O_DIRECTORY) && !(flags & O_PATH))
+            ++opens;
+    };
+    {
+        ScopedSyscalls seam(fs);
+        JobRun run = run_job(spec_of({t / "src/x"}, out));
+        CHECK(run.summary.ok());
+    }
+    CHECK(opens == 1);
+    CHECK(read_file(t / "out/x") == "x");
+
+    // Replaced after the plan opened it (the plan may wait for a user): the copy goes where the path says now.
+    mkdir_p(t / "out2");
+    const std::string out2 = t / "out2";
+    bool opened = false, replaced = false;
+    fs.on_open = [&](const char *path, int flags) {
+        if (path == out2 && (flags & O_DIRECTORY) && !(flags & O_PATH))
+            opened = true;
+        else if (opened && !replaced && path == t / "src" && (flags & O_DIRECTORY)) {
+            REQUIRE(::rename(out2.c_str(), (t / "out2-old").c_str()) == 0);
+            mkdir_p(out2);
+            replaced = true;
+        }
+    };
+    {
+        ScopedSyscalls seam(fs);
+        JobRun run = run_job(spec_of({t / "src/x"}, out2));
+        CHECK(run.summary.ok());
+    }
+    REQUIRE(replaced);
+    CHECK(read_file(t / "out2/x") == "x");
+    CHECK(entries_in(std::string(t / "out2-old").c_str()) == 0);
 }
 
 TEST_CASE("walk: a source removed between the plan and the copy is reported, not passed over")
