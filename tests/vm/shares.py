@@ -330,35 +330,33 @@ def scenario_trace(name):
     g.diag(f"{name}: small files: strace -f -c -w of sanecp (seconds summed over threads):")
     for line in lines[:18]:
         g.diag("  " + line)
-    # And the big file's start: every call up to its first bytes, with the time since the one before, those that
-    # waited for the server (5 ms or more) printed.
+    # And the big file's start: every call up to its first bytes, with its thread, time of day and duration.
     clear(name)
     g.drop_caches()
-    g.run(["strace", "-f", "-r", "-o", out, "sanecp", g.big_source(), f"{share(name)}/"], check=False, timeout=600)
+    g.run(["strace", "-f", "-tt", "-T", "-o", out, "sanecp", g.big_source(), f"{share(name)}/"], check=False,
+          timeout=600)
     lines = open(out).read().splitlines() if os.path.exists(out) else []
     first = next((i for i, l in enumerate(lines) if "sendfile(" in l or "pwrite64(" in l), len(lines))
-    g.diag(f"{name}: big file: {first} calls before the first bytes, "
-           f"{sum(float(l.split()[1]) for l in lines[:first] if len(l.split()) > 1 and l.split()[1][0].isdigit()):.3f} "
-           "s by strace's clock; the waits of 5 ms or more:")
-    for i in range(1, first + 1):
-        parts = lines[i].split() if i < len(lines) else []
-        if len(parts) > 1 and parts[1][0].isdigit() and float(parts[1]) >= 0.005:
-            g.diag(f"  {parts[1]} s before: {lines[i - 1][:150]}")
+    g.diag(f"{name}: big file: the {first} calls before the first bytes (thread, time, call, result <seconds>):")
+    for line in lines[:first + 1]:
+        g.diag("  " + (line[:70] + " ... " + line[-40:] if len(line) > 120 else line))
     # And the big file's data: each read, write and sync with its time of day and how long it took, so the link's
     # idle stretches (LinkTimeline) can be laid beside what the copy was doing then.
     clear(name)
     g.drop_caches()
     calls = ("pread64,pwrite64,sendfile,copy_file_range,fdatasync,fsync,msync,syncfs,sync_file_range,fadvise64,"
-             "renameat2,renameat,close")
+             "renameat2,renameat,close").split(",")
     # Under a name not used before, as above.
     again = f"{share(name)}/trace-{int(time.monotonic())}"
     os.makedirs(again, exist_ok=True)
-    g.run(["strace", "-f", "-tt", "-T", "-e", f"trace={calls}", "-o", out, "sanecp", g.big_source(), f"{again}/"],
-          check=False, timeout=600)
+    g.run(["strace", "-f", "-tt", "-T", "-o", out, "sanecp", g.big_source(), f"{again}/"], check=False, timeout=600)
     lines = open(out).read().splitlines() if os.path.exists(out) else []
-    g.diag(f"{name}: big file: the data calls, {len(lines)} lines (thread, time, call, result <seconds>):")
-    for line in lines:
-        if "resumed>" in line or "unfinished" in line or any(f"{c}(" in line for c in calls.split(",")):
+    # Every call from the last data call on (the file's end: attributes, syncs, rename), only those before it.
+    last = max((i for i, l in enumerate(lines) if "sendfile(" in l or "pwrite64(" in l), default=len(lines))
+    g.diag(f"{name}: big file: the data calls, then every call from the last data on (thread, time, call, result "
+           "<seconds>):")
+    for i, line in enumerate(lines):
+        if i >= last or "resumed>" in line or "unfinished" in line or any(f"{c}(" in line for c in calls):
             g.diag("  " + line[:40] + " ... " + line[-40:] if len(line) > 90 else "  " + line)
 
 
