@@ -211,7 +211,9 @@ protected:
 // The installed seam. Defaults to the real system calls.
 Syscalls &sys() noexcept;
 
-// Installs |replacement| for the lifetime of the guard (tests only). Not for use while jobs run.
+// Installs |replacement| for the lifetime of the guard (tests only). Not for use while jobs run. A job calls it
+// from several threads (its settle and window threads, and plan_job's probe beside the targets' lookups), so what
+// a replacement records must be safe to record from any of them.
 class ScopedSyscalls {
 public:
     explicit ScopedSyscalls(Syscalls &replacement) noexcept;

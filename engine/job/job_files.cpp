@@ -248,9 +248,9 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
     // Onto a share each window was synced to the server as it went (a COMMIT, an SMB flush, an SFTP fsync, each of
     // the whole file, its size too), and the last one before this: one more sync only waits a round trip (cifs:
     // 26 ms, after the attributes' own 62). Not after a hole: a trailing one sets the size after the last window.
-    // What the server keeps of the time just set is as durable there as the rename's new name, which no share
-    // lets a client sync.
-    steps.data_durable = copied.durable == copied.copied && copied.unwritten == start &&
+    // Nor for a resumed file this run wrote nothing of: no window synced it in this run. What the server keeps of
+    // the time just set is as durable there as the rename's new name, which no share lets a client sync.
+    steps.data_durable = copied.durable == copied.copied && copied.copied > start && copied.unwritten == start &&
                          device_.writeback == WritebackMode::ChunkSync && is_network_share(device_);
     steps.on_durable = [&] {
         session_.count_durable(copied.copied - copied.durable, counters_);

@@ -53,6 +53,8 @@ std::string fold_case(std::string name, bool fold);
 std::function<Status()> make_checkpoint(PartFile &part, DataSync how, WritebackMode writeback);
 // What an entry will meet on the destination's filesystem: a name it refuses, a size it can't store. The plan
 // and the run both ask, so they agree without the plan keeping its entries.
+// plan_job, with the receiving folder opened beside the probe for the run to write into (JobPlan::target_root).
+JobPlan plan_for_run(const JobSpec &spec);
 void check_against_device(const CopyItem &item, PlanEntry &e, const JobSpec &spec, const DeviceInfo &device);
 void left_for_want_of_room(PlanEntry &e);
 
@@ -236,8 +238,8 @@ private:
     void sync_job();
     void run_item(const ItemPlan &plan);
     bool open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDirFd &dst_root);
-    // The plan's opened |folder|, if the path still names that folder; else null.
-    SharedDirFd planned_root(const std::string &folder) const;
+    // The plan's opened |folder|, if the path still names that folder; else null, and it is let go.
+    SharedDirFd planned_root(const std::string &folder);
     void walk_item(ItemWalk &walk);
     void wait_if_paused();
     void copy_entry(ItemWalk &walk, const PlanEntry &entry);

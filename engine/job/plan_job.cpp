@@ -169,13 +169,16 @@ struct SpaceCounts {
 // them one after another.
 class DestinationProbe {
 public:
+    // |open_folder|: for a plan the run follows; others (the window's summary, a discard) would only throw the
+    // open folder away.
+    explicit DestinationProbe(bool open_folder) : open_folder_(open_folder) {}
     void start(const std::string &folder)
     {
         folder_ = folder;
         try {
-            probed_ = std::async(std::launch::async, probe_folder, folder);
+            probed_ = std::async(std::launch::async, probe_folder, folder, open_folder_);
         } catch (const std::system_error &) { // no thread to be had: probed when asked for
-            probed_ = std::async(std::launch::deferred, probe_folder, folder);
+            probed_ = std::async(std::launch::deferred, probe_folder, folder, open_folder_);
         }
     }
     void into(JobPlan &plan)
@@ -196,15 +199,17 @@ private:
         Result<DeviceInfo> device;
         SharedDirFd root; // null if it can't be opened: the run tries again, and says why
     };
-    static Probed probe_folder(const std::string &folder)
+    static Probed probe_folder(const std::string &folder, bool open_folder)
     {
         Result<DeviceInfo> device = probe_device(folder);
         Status unused;
-        SharedDirFd root =
-            device.ok() ? open_dir(AT_FDCWD, folder.c_str(), unused, folder, false, Side::Destination) : SharedDirFd();
+        SharedDirFd root = device.ok() && open_folder
+                               ? open_dir(AT_FDCWD, folder.c_str(), unused, folder, false, Side::Destination)
+                               : SharedDirFd();
         return {std::move(device), std::move(root)};
     }
 
+    const bool open_folder_;
     std::string folder_;
     std::future<Probed> probed_; // its destructor waits for a probe nobody asked for
 };
@@ -322,12 +327,10 @@ void count_space(JobPlan &plan, const JobSpec &spec, const SpaceCounts &space)
     }
 }
 
-} // namespace
-
-JobPlan plan_job(const JobSpec &spec)
+JobPlan make_plan(const JobSpec &spec, bool open_folder)
 {
     JobPlan plan;
-    DestinationProbe probe;
+    DestinationProbe probe(open_folder);
     Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule,
                                          [&](const std::string &folder) { probe.start(folder); });
     plan.errors = std::move(res.errors);
@@ -357,6 +360,12 @@ JobPlan plan_job(const JobSpec &spec)
     count_space(plan, spec, space);
     return plan;
 }
+
+} // namespace
+
+JobPlan plan_job(const JobSpec &spec) { return make_plan(spec, false); }
+
+JobPlan job_detail::plan_for_run(const JobSpec &spec) { return make_plan(spec, true); }
 
 std::vector<std::string> JobPlan::problems() const
 {

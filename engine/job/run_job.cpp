@@ -47,7 +47,7 @@ JobSummary JobRunner::run()
 {
     const double started = monotonic_seconds();
     counters_.state.store(JobState::Running);
-    JobPlan plan = plan_job(spec_);
+    JobPlan plan = plan_for_run(spec_);
     start(plan);
     for (const ItemPlan &item : plan.items) {
         if (stopping())
@@ -200,15 +200,17 @@ bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDi
     return true;
 }
 
-SharedDirFd JobRunner::planned_root(const std::string &folder) const
+SharedDirFd JobRunner::planned_root(const std::string &folder)
 {
-    // An item's run may come long after the plan (questions to the user before it): the folder may have been
-    // replaced or unmounted since (a stick pulled and plugged back in). Looking its path up again costs no round
-    // trip, as an open does on NFS.
-    struct stat now {}, held {};
-    if (!planned_root_ || folder != planned_folder_ || sys().fstatat(AT_FDCWD, folder.c_str(), &now, 0) < 0 ||
-        sys().fstat(planned_root_->get(), &held) < 0 || now.st_dev != held.st_dev || now.st_ino != held.st_ino)
+    if (!planned_root_ || folder != planned_folder_)
         return {};
+    // An item's run may come long after the plan (questions to the user before it): the folder may have been
+    // replaced or unmounted since (a stick pulled and plugged back in), and is then not held on to. Looking its
+    // path up again costs no round trip, as an open does on NFS.
+    struct stat now {}, held {};
+    if (sys().fstatat(AT_FDCWD, folder.c_str(), &now, 0) < 0 || sys().fstat(planned_root_->get(), &held) < 0 ||
+        now.st_dev != held.st_dev || now.st_ino != held.st_ino)
+        planned_root_.reset();
     return planned_root_;
 }
 

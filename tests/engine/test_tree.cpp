@@ -155,7 +155,11 @@ TEST_CASE_METHOD(Faulted, "folder to folder: FIFOs and sockets are skipped with 
     mkdir_p(t / "out");
 
     std::vector<std::string> opened;
-    fs.on_open = [&](const char *path, int) { opened.emplace_back(path); };
+    std::mutex opened_mutex; // the plan's probe opens from a thread of its own
+    fs.on_open = [&](const char *path, int) {
+        std::lock_guard<std::mutex> lock(opened_mutex);
+        opened.emplace_back(path);
+    };
     JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
     ::close(sock);
     CHECK(run.summary.ok());
@@ -442,10 +446,13 @@ TEST_CASE("plan: what a folder whose target does not exist yet holds is not look
     write_pattern_file(t / "out/tree/old/b", 10);
     struct Lookups : Syscalls {
         std::vector<std::string> paths;
+        std::mutex mutex; // the plan's probe looks up from a thread of its own
         int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
         {
-            if (dirfd == AT_FDCWD)
+            if (dirfd == AT_FDCWD) {
+                std::lock_guard<std::mutex> lock(mutex);
                 paths.emplace_back(path);
+            }
             return Syscalls::raw_fstatat(dirfd, path, st, flags);
         }
     } lookups;
@@ -589,7 +596,8 @@ TEST_CASE("walk: a tree big enough to be read ahead on threads is planned the sa
 }
 
 namespace {
-// The lookup of |target| waits (up to 10 s) for the destination's statfs: whether it came while the lookup was out.
+// The lookup of a path ending in |target| waits (up to 10 s) for the destination's statfs: whether it came while
+// the lookup was out.
 struct LookupWaitsForStatfs : FaultSyscalls {
     std::string target;
     std::mutex mutex;
@@ -607,7 +615,8 @@ struct LookupWaitsForStatfs : FaultSyscalls {
     }
     int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
     {
-        if (path == target) {
+        const std::string p(path);
+        if (p.size() >= target.size() && p.compare(p.size() - target.size(), target.size(), target) == 0) {
             std::unique_lock<std::mutex> lock(mutex);
             overlapped = statfs_seen.wait_for(lock, std::chrono::seconds(10), [&] { return statfs; });
         }
@@ -624,7 +633,7 @@ TEST_CASE("plan: the destination's device is probed while the sources' targets a
     write_text_file(t / "x", "x");
     mkdir_p(t / "out");
     LookupWaitsForStatfs fs;
-    fs.target = t / "out/x";
+    fs.target = "/out/x"; // as resolved: the folder's real path and the name
     JobPlan plan;
     {
         ScopedSyscalls seam(fs);
@@ -633,6 +642,7 @@ TEST_CASE("plan: the destination's device is probed while the sources' targets a
     CHECK(fs.overlapped);
     CHECK(plan.errors.empty());
     CHECK(plan.device_known);
+    CHECK_FALSE(plan.target_root); // opened only for a run's own plan
     CHECK(plan.files == 1);
     CHECK(plan.taken.empty());
 }
@@ -662,7 +672,7 @@ TEST_CASE("run: the receiving folder opened beside the probe is the one written 
     // Replaced after the plan opened it (the plan may wait for a user): the copy goes where the path says now.
     mkdir_p(t / "out2");
     const std::string out2 = t / "out2";
-    bool opened = false, replaced = false;
+    std::atomic<bool> opened {false}, replaced {false}; // the plan's probe opens from a thread of its own
     fs.on_open = [&](const char *path, int flags) {
         if (path == out2 && (flags & O_DIRECTORY) && !(flags & O_PATH))
             opened = true;
