@@ -189,7 +189,9 @@ bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDi
 {
     Status error;
     src_root = open_dir(AT_FDCWD, item.source_dir.c_str(), error, item.source_dir, false, Side::Source);
-    if (src_root && !(dst_root = planned_root(item.target_dir)))
+    if (src_root)
+        dst_root = planned_root(item.target_dir);
+    if (src_root && !dst_root)
         dst_root = open_dir(AT_FDCWD, item.target_dir.c_str(), error, item.target_dir, false, Side::Destination);
     if (!dst_root) {
         report_error(std::move(error), item.source);
