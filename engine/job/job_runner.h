@@ -51,10 +51,10 @@ std::string join_notes(const std::string &a, const std::string &b);
 std::string target_rel(const std::string &rel, const JobSpec &spec, const FsLimits &limits);
 std::string fold_case(std::string name, bool fold);
 std::function<Status()> make_checkpoint(PartFile &part, DataSync how, WritebackMode writeback);
-// What an entry will meet on the destination's filesystem: a name it refuses, a size it can't store. The plan
-// and the run both ask, so they agree without the plan keeping its entries.
 // plan_job, with the receiving folder opened beside the probe for the run to write into (JobPlan::target_root).
 JobPlan plan_for_run(const JobSpec &spec);
+// What an entry will meet on the destination's filesystem: a name it refuses, a size it can't store. The plan
+// and the run both ask, so they agree without the plan keeping its entries.
 void check_against_device(const CopyItem &item, PlanEntry &e, const JobSpec &spec, const DeviceInfo &device);
 void left_for_want_of_room(PlanEntry &e);
 

@@ -73,7 +73,7 @@ void JobRunner::start(JobPlan &plan)
     }
     device_ = plan.device;
     planned_folder_ = plan.target_folder;
-    planned_root_ = plan.target_root;
+    planned_root_ = std::move(plan.target_root); // held here alone, so a replaced folder is let go
     // With one item no other of this job can take its target's name (under another case, or by a move's rename),
     // so what resolving found there holds for the run (CopyItem::target_absent).
     single_item_ = plan.items.size() == 1;

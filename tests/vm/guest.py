@@ -232,8 +232,8 @@ def program_files():
 def drop_caches():
     """The page cache emptied, for a copy from a cold source onto a clean device; then the timed programs are read
     back in, as the programs a user runs are (bench/bench.py drops only the source's and the device's pages).
-    Under this emulation paging sanecp and libstdc++ in from the guest's disk takes 0.3-0.5 s (dd: 0.1 s), which a
-    real disk does in milliseconds; the "start" scenario prints both."""
+    Under this emulation paging sanecp and libstdc++ in from the guest's disk took 0.14-0.6 s (dd: 0.07-0.11 s),
+    which a real disk does in milliseconds; the "start" scenario prints both."""
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3")
@@ -811,7 +811,8 @@ def scenario_start():
                 t0 = time.monotonic()
                 run(cmd, check=False)
                 times.append(time.monotonic() - t0)
-            diag(f"start, {'programs cold' if cold else 'as timed (drop_caches)'}: {' '.join(cmd)}: median {sorted(times)[2] * 1000:.0f} ms "
+            how = "programs cold" if cold else "as timed (drop_caches)"
+            diag(f"start, {how}: {' '.join(cmd)}: median {sorted(times)[2] * 1000:.0f} ms "
                  f"(of {', '.join(f'{x * 1000:.0f}' for x in times)})")
 
 

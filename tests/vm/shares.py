@@ -351,7 +351,7 @@ def scenario_trace(name):
     os.makedirs(again, exist_ok=True)
     g.run(["strace", "-f", "-tt", "-T", "-o", out, "sanecp", g.big_source(), f"{again}/"], check=False, timeout=600)
     lines = open(out).read().splitlines() if os.path.exists(out) else []
-    # Every call from the last data call on (the file's end: attributes, syncs, rename), only those before it.
+    # The data calls, and every call from the last one on (the file's end: attributes, syncs, rename).
     last = max((i for i, l in enumerate(lines) if "sendfile(" in l or "pwrite64(" in l), default=len(lines))
     g.diag(f"{name}: big file: the data calls, then every call from the last data on (thread, time, call, result "
            "<seconds>):")
