@@ -127,10 +127,9 @@ struct JobPlan {
     std::vector<ItemPlan> items;
     DeviceInfo device;
     bool device_known = false;
-    // The receiving folder, opened as it was probed when the run plans (onto NFS an open is a round trip of its
-    // own, which the probe takes while the sources' targets are looked up); the run uses it while that path still
-    // names this folder. plan_job leaves it closed.
-    std::string target_folder;
+    // The receiving folder (every item's target_dir), opened as it was probed when the run plans (onto NFS an open
+    // is a round trip of its own, which the probe takes while the sources' targets are looked up); the run uses it
+    // while that path still names this folder. plan_job leaves it closed.
     SharedDirFd target_root;
     uint64_t total_bytes = 0;
     uint64_t files = 0;

@@ -238,7 +238,8 @@ private:
     void sync_job();
     void run_item(const ItemPlan &plan);
     bool open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDirFd &dst_root);
-    // The plan's opened |folder|, if the path still names that folder; else null, and it is let go.
+    // The plan's opened folder, if the path |folder| (an item's target_dir) still names it; else null, and it is
+    // let go.
     SharedDirFd planned_root(const std::string &folder);
     void walk_item(ItemWalk &walk);
     void wait_if_paused();
@@ -310,8 +311,7 @@ private:
     bool single_item_ = false;                    // the plan has one item
     bool loss_checked_ = false;                   // an EIO was checked for a pulled stick already
     SharedDirFd any_dest_dir_;                    // for the job's last syncfs
-    std::string planned_folder_;                  // JobPlan::target_folder and target_root
-    SharedDirFd planned_root_;
+    SharedDirFd planned_root_;                    // JobPlan::target_root
     // Where each close sleeps (vfat "flush"): the spec's, or the job's own, drained as the job ends. Declared
     // before the batch, which uses it until it goes.
     std::shared_ptr<BackgroundCloser> closer_;

@@ -174,7 +174,6 @@ public:
     explicit DestinationProbe(bool open_folder) : open_folder_(open_folder) {}
     void start(const std::string &folder)
     {
-        folder_ = folder;
         try {
             probed_ = std::async(std::launch::async, probe_folder, folder, open_folder_);
         } catch (const std::system_error &) { // no thread to be had: probed when asked for
@@ -187,7 +186,6 @@ public:
         if (probed.device.ok()) {
             plan.device = probed.device.value();
             plan.device_known = true;
-            plan.target_folder = folder_;
             plan.target_root = std::move(probed.root);
         } else {
             plan.device.writeback = WritebackMode::ChunkSync; // unknown filesystem: the mode right everywhere
@@ -210,7 +208,6 @@ private:
     }
 
     const bool open_folder_;
-    std::string folder_;
     std::future<Probed> probed_; // its destructor waits for a probe nobody asked for
 };
 

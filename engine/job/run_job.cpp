@@ -72,7 +72,6 @@ void JobRunner::start(JobPlan &plan)
         report_error(std::move(s), path);
     }
     device_ = plan.device;
-    planned_folder_ = plan.target_folder;
     planned_root_ = std::move(plan.target_root); // held here alone, so a replaced folder is let go
     // With one item no other of this job can take its target's name (under another case, or by a move's rename),
     // so what resolving found there holds for the run (CopyItem::target_absent).
@@ -204,7 +203,7 @@ bool JobRunner::open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDi
 
 SharedDirFd JobRunner::planned_root(const std::string &folder)
 {
-    if (!planned_root_ || folder != planned_folder_)
+    if (!planned_root_)
         return {};
     // An item's run may come long after the plan (questions to the user before it): the folder may have been
     // replaced or unmounted since (a stick pulled and plugged back in), and is then not held on to. Looking its
