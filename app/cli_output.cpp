@@ -101,6 +101,7 @@ std::string json_device(const DeviceInfo &d)
     out += ",\"transport\":" + json_string(d.transport);
     out += std::string(",\"removable\":") + json_bool(d.removable);
     out += std::string(",\"rotational\":") + json_bool(d.rotational);
+    out += ",\"max_request_bytes\":" + std::to_string(d.max_request_bytes);
     out += ",\"bdi_max_ratio\":" + std::to_string(d.bdi_max_ratio);
     out += std::string(",\"bdi_strict_limit\":") + json_bool(d.bdi_strict_limit);
     out += ",\"free_bytes\":" + optional(d.free_bytes);

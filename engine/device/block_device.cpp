@@ -102,6 +102,13 @@ bool probe_block_device(unsigned major_no, unsigned minor_no, std::string_view s
     info.transport = transport_of(*relative, info.disk);
     auto rotational = read_kernel_text(disk_dir + "/queue/rotational");
     info.rotational = rotational && trim(*rotational) == "1";
+    info.max_request_bytes = 0;
+    if (auto kib = read_kernel_text(disk_dir + "/queue/max_sectors_kb")) {
+        const std::string_view text = trim(*kib);
+        uint64_t value = 0;
+        if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc())
+            info.max_request_bytes = value * 1024;
+    }
     read_bdi_limits(root + "/class/bdi/" + info.bdi, info);
     return true;
 }

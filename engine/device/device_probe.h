@@ -128,6 +128,8 @@ struct DeviceInfo {
     // "scsi"; empty when not known.
     std::string transport;
     bool rotational = false; // /sys/block/<disk>/queue/rotational
+    // The largest request the kernel sends the disk (/sys/block/<disk>/queue/max_sectors_kb); 0 when unknown.
+    uint64_t max_request_bytes = 0;
     // The kernel's cap on this device's share of dirty memory (/sys/class/bdi/<bdi>/max_ratio, 100: none) and
     // whether it holds even below the global background threshold (strict_limit, as udev rules set for sticks).
     unsigned bdi_max_ratio = 100;
@@ -194,7 +196,7 @@ DataSync choose_data_sync(unsigned long fs_magic, std::string_view fs_type);
 GroupSync choose_group_sync(unsigned long fs_magic);
 
 // Resolves "MAJ:MIN" of a block device to its sysfs facts, reading under |sysfs_root| (normally "/sys").
-// Fills block_device, disk, bdi, removable, transport, rotational. Returns false when it is not a block device.
+// Fills block_device, disk, bdi, removable, transport, rotational, max_request_bytes. Returns false when it is not a block device.
 bool probe_block_device(unsigned major, unsigned minor, std::string_view sysfs_root, DeviceInfo &info);
 
 // Whether |err| from the destination means its device went away (a pulled stick) rather than failed: ENODEV,

@@ -13,6 +13,7 @@ ChunkLimits ChunkLimits::checked() const
     if (!(l.target_seconds > 0))
         l.target_seconds = ChunkLimits {}.target_seconds;
     l.align = std::max(kPage, l.align / kPage * kPage);
+    l.request = l.request / l.align * l.align;
     l.min_chunk = std::max(l.align, (l.min_chunk + l.align - 1) / l.align * l.align);
     l.max_chunk = std::max(l.min_chunk, l.max_chunk);
     l.start_chunk = std::clamp(l.start_chunk, l.min_chunk, l.max_chunk);
@@ -33,6 +34,8 @@ ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &raw_limits
     const uint64_t hi = std::min(limits.max_chunk, budget_cap);
     uint64_t chunk = static_cast<uint64_t>(std::clamp(wanted, double(limits.min_chunk), double(hi)));
     chunk = std::max(limits.align, chunk / limits.align * limits.align);
+    if (limits.request > 0 && chunk / limits.request * limits.request >= limits.min_chunk)
+        chunk = chunk / limits.request * limits.request;
     plan.chunk_bytes = chunk;
 
     const uint64_t fit = limits.max_in_flight / chunk; // chunks the budget holds, the one being sent included

@@ -128,7 +128,10 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     w.mtime_ = options.mtime;
     if (w.device_.mount_flags.flush)
         w.closer_ = options.closer;
-    w.limits_ = options.limits.checked();
+    w.limits_ = options.limits;
+    if (w.limits_.request == 0)
+        w.limits_.request = w.device_.max_request_bytes; // ChunkLimits::request
+    w.limits_ = w.limits_.checked();
     w.offset_ = w.chunk_start_ = w.resumed_ = w.durable_ = resumed;
     if (resumed > 0) {
         // Already on the device, as far as anyone can tell; the final fdatasync settles it either way.

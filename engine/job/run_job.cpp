@@ -88,6 +88,8 @@ void JobRunner::start(JobPlan &plan)
         else
             session_.limits.target_seconds = kShareChunkSeconds;
     }
+    if (session_.limits.request == 0)
+        session_.limits.request = plan.device.max_request_bytes;
     // The plan is done: from here a destination that takes nothing (a share that is down from the start) is a
     // stall, though no byte has moved yet.
     control_.beat();

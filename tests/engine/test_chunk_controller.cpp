@@ -75,6 +75,32 @@ TEST_CASE("chunk controller: chunks grow with the device's rate and stop at the 
     CHECK(plan_chunks(100e3).chunk_bytes == 256 * 1024); // a crawling device still moves whole chunks
 }
 
+TEST_CASE("chunk controller: a chunk of at least one device request is a whole number of them")
+{
+    ChunkLimits limits;
+    limits.request = 1 * MiB;
+    // 17.6 MB/s for an eighth of a second is 2.1 MiB: two whole requests, not a third of 64 KiB.
+    CHECK(plan_chunks(17.6e6).chunk_bytes == 2 * MiB + 64 * 1024);
+    CHECK(plan_chunks(17.6e6, limits).chunk_bytes == 2 * MiB);
+    for (double rate = 1e3; rate < 1e11; rate *= 1.37) {
+        INFO("rate " << rate);
+        const ChunkPlan plan = plan_chunks(rate, limits);
+        const uint64_t unaligned = plan_chunks(rate).chunk_bytes;
+        REQUIRE(plan.in_flight_bytes() <= 32 * MiB);
+        REQUIRE(plan.chunk_bytes <= unaligned);
+        if (unaligned >= limits.request)
+            REQUIRE(plan.chunk_bytes % limits.request == 0);
+        else
+            REQUIRE(plan.chunk_bytes == unaligned); // a slow device's small chunks stay as they were
+    }
+    // A request that doesn't fit the alignment is rounded down to it; one below the smallest chunk changes
+    // nothing a whole number of it could make smaller than that.
+    limits.request = 1280 * 1024 + 512;
+    CHECK(limits.checked().request == 1280 * 1024);
+    limits.request = 192 * 1024;
+    CHECK(plan_chunks(2.4e6, limits).chunk_bytes >= limits.checked().min_chunk);
+}
+
 TEST_CASE("rate meter: converges on a steady device rate")
 {
     RateMeter meter;

@@ -479,20 +479,22 @@ TEST_CASE("choose_writeback: an unknown type syncs per chunk, with no type the m
 
 // --- block devices in sysfs --------------------------------------------------------------------------------
 
-TEST_CASE("probe_block_device: a partition resolves to its disk, the disk's BDI, bus and flags", "[device_probe]")
+TEST_CASE("probe_block_device: a partition resolves to its disk, the disk's BDI, bus, flags and request size",
+          "[device_probe]")
 {
     struct Case {
         unsigned major, minor;
         std::string_view block_device, disk, bdi, transport;
         bool removable, rotational;
+        uint64_t max_request; // the disk's queue/max_sectors_kb, in bytes; 0 where the file is missing
     };
     const Case cases[] = {
         // a USB stick: usb-storage reports sticks as rotational
-        {8, 17, "sdb1", "sdb", "8:16", "usb", true, true},
-        // an NVMe partition takes the disk's BDI, whatever its minor
-        {259, 2, "nvme0n1p2", "nvme0n1", "259:0", "nvme", false, false},
+        {8, 17, "sdb1", "sdb", "8:16", "usb", true, true, 1024 * 1024},
+        // an NVMe partition takes the disk's BDI and request size, whatever its minor
+        {259, 2, "nvme0n1p2", "nvme0n1", "259:0", "nvme", false, false, 128 * 1024},
         // an unpartitioned loop device is its own disk
-        {7, 3, "loop3", "loop3", "7:3", "loop", false, false},
+        {7, 3, "loop3", "loop3", "7:3", "loop", false, false, 0},
     };
     for (const Case &c : cases) {
         INFO(c.major << ":" << c.minor);
@@ -504,6 +506,7 @@ TEST_CASE("probe_block_device: a partition resolves to its disk, the disk's BDI,
         CHECK(info.transport == c.transport);
         CHECK(info.removable == c.removable);
         CHECK(info.rotational == c.rotational);
+        CHECK(info.max_request_bytes == c.max_request);
     }
 }
 
