@@ -106,7 +106,7 @@ bool probe_block_device(unsigned major_no, unsigned minor_no, std::string_view s
     if (auto kib = read_kernel_text(disk_dir + "/queue/max_sectors_kb")) {
         const std::string_view text = trim(*kib);
         uint64_t value = 0;
-        if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc())
+        if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc() && value <= UINT32_MAX)
             info.max_request_bytes = value * 1024;
     }
     read_bdi_limits(root + "/class/bdi/" + info.bdi, info);

@@ -196,7 +196,8 @@ DataSync choose_data_sync(unsigned long fs_magic, std::string_view fs_type);
 GroupSync choose_group_sync(unsigned long fs_magic);
 
 // Resolves "MAJ:MIN" of a block device to its sysfs facts, reading under |sysfs_root| (normally "/sys").
-// Fills block_device, disk, bdi, removable, transport, rotational, max_request_bytes. Returns false when it is not a block device.
+// Fills block_device, disk, bdi, removable, transport, rotational, max_request_bytes. Returns false when it is not
+// a block device.
 bool probe_block_device(unsigned major, unsigned minor, std::string_view sysfs_root, DeviceInfo &info);
 
 // Whether |err| from the destination means its device went away (a pulled stick) rather than failed: ENODEV,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace sanecopy {
 
@@ -13,7 +14,9 @@ ChunkLimits ChunkLimits::checked() const
     if (!(l.target_seconds > 0))
         l.target_seconds = ChunkLimits {}.target_seconds;
     l.align = std::max(kPage, l.align / kPage * kPage);
-    l.request = l.request / l.align * l.align;
+    l.request = l.request / kPage * kPage;
+    if (l.request > 0)
+        l.request = std::lcm(l.request, l.align);
     l.min_chunk = std::max(l.align, (l.min_chunk + l.align - 1) / l.align * l.align);
     l.max_chunk = std::max(l.min_chunk, l.max_chunk);
     l.start_chunk = std::clamp(l.start_chunk, l.min_chunk, l.max_chunk);
@@ -22,6 +25,25 @@ ChunkLimits ChunkLimits::checked() const
     l.max_in_flight = std::max(l.max_in_flight, (uint64_t(l.min_windows) + 1) * l.min_chunk);
     return l;
 }
+
+namespace {
+
+// |chunk| as the nearest whole number of |request|s within [lo, hi] (ChunkLimits::request); as it is when it is
+// smaller than one, or when no such number lies within the limits.
+uint64_t whole_requests(uint64_t chunk, uint64_t request, uint64_t lo, uint64_t hi)
+{
+    if (request == 0 || chunk < request)
+        return chunk;
+    const uint64_t down = chunk / request * request;
+    const uint64_t up = down + request;
+    const bool down_fits = down >= lo;
+    const bool up_fits = up <= hi;
+    if (up_fits && (!down_fits || up - chunk < chunk - down))
+        return up;
+    return down_fits ? down : chunk;
+}
+
+} // namespace
 
 ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &raw_limits)
 {
@@ -34,8 +56,7 @@ ChunkPlan plan_chunks(double device_bytes_per_sec, const ChunkLimits &raw_limits
     const uint64_t hi = std::min(limits.max_chunk, budget_cap);
     uint64_t chunk = static_cast<uint64_t>(std::clamp(wanted, double(limits.min_chunk), double(hi)));
     chunk = std::max(limits.align, chunk / limits.align * limits.align);
-    if (limits.request > 0 && chunk / limits.request * limits.request >= limits.min_chunk)
-        chunk = chunk / limits.request * limits.request;
+    chunk = whole_requests(chunk, limits.request, limits.min_chunk, hi);
     plan.chunk_bytes = chunk;
 
     const uint64_t fit = limits.max_in_flight / chunk; // chunks the budget holds, the one being sent included

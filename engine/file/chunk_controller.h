@@ -27,14 +27,17 @@ struct ChunkLimits {
     unsigned max_windows = 8;
     uint64_t align = 64 * kKiB; // chunk sizes stay page- and extent-friendly
     // The device's largest write request (DeviceInfo::max_request_bytes), 0 when unknown. A chunk of at least
-    // that is a whole number of them: a window's writeback then ends on a full request, not a short one (a chunk
-    // of 2.06 MiB went to a USB stick as 1 + 1 + 0.06 MiB, a third more requests than dd's for the same file).
+    // that is a whole number of them, the nearest within the limits: a window's writeback then ends on a full
+    // request, not a short one (a chunk of 2.06 MiB went to a USB stick as 1 + 1 + 0.06 MiB, a third more
+    // requests than dd's for the same file). checked() makes it a multiple of align too: 120 KiB, what
+    // usb-storage gives many USB 2 sticks, becomes 960 KiB, eight whole requests.
     uint64_t request = 0;
 
     // These limits made consistent, so every plan stays inside them: align at least a page; min_chunk a
     // multiple of align; max_chunk and start_chunk within [min_chunk, ...]; at least one window and
     // max_windows >= min_windows; a budget that holds min_windows + 1 of the smallest chunks; a positive
-    // target; request a multiple of align, or 0. Values that already fit are kept as they are. Pure.
+    // target; request 0, or the least multiple of itself (rounded to pages) and align. Values that already fit
+    // are kept as they are. Pure.
     ChunkLimits checked() const;
 };
 

@@ -82,23 +82,30 @@ TEST_CASE("chunk controller: a chunk of at least one device request is a whole n
     // 17.6 MB/s for an eighth of a second is 2.1 MiB: two whole requests, not a third of 64 KiB.
     CHECK(plan_chunks(17.6e6).chunk_bytes == 2 * MiB + 64 * 1024);
     CHECK(plan_chunks(17.6e6, limits).chunk_bytes == 2 * MiB);
+    // The nearest whole number, not the next one down: 1.79 MiB is two requests, not one.
+    CHECK(plan_chunks(15e6, limits).chunk_bytes == 2 * MiB);
     for (double rate = 1e3; rate < 1e11; rate *= 1.37) {
         INFO("rate " << rate);
         const ChunkPlan plan = plan_chunks(rate, limits);
         const uint64_t unaligned = plan_chunks(rate).chunk_bytes;
-        REQUIRE(plan.in_flight_bytes() <= 32 * MiB);
-        REQUIRE(plan.chunk_bytes <= unaligned);
-        if (unaligned >= limits.request)
+        REQUIRE(plan.in_flight_bytes() <= 24 * MiB);
+        REQUIRE(plan.windows >= 2);
+        if (unaligned >= limits.request) {
             REQUIRE(plan.chunk_bytes % limits.request == 0);
-        else
+            REQUIRE(plan.chunk_bytes + limits.request / 2 >= unaligned);
+            REQUIRE(plan.chunk_bytes <= unaligned + limits.request / 2);
+        } else {
             REQUIRE(plan.chunk_bytes == unaligned); // a slow device's small chunks stay as they were
+        }
     }
-    // A request that doesn't fit the alignment is rounded down to it; one below the smallest chunk changes
-    // nothing a whole number of it could make smaller than that.
-    limits.request = 1280 * 1024 + 512;
-    CHECK(limits.checked().request == 1280 * 1024);
-    limits.request = 192 * 1024;
-    CHECK(plan_chunks(2.4e6, limits).chunk_bytes >= limits.checked().min_chunk);
+    // A request that is no multiple of the alignment counts as the least that is both: USB 2's 120 KiB makes
+    // chunks of 960 KiB, eight whole requests.
+    limits.request = 120 * 1024;
+    CHECK(limits.checked().request == 960 * 1024);
+    CHECK(plan_chunks(17.6e6, limits).chunk_bytes == 2 * 960 * 1024);
+    // A request larger than any chunk changes nothing.
+    limits.request = 64 * MiB;
+    CHECK(plan_chunks(17.6e6, limits).chunk_bytes == plan_chunks(17.6e6).chunk_bytes);
 }
 
 TEST_CASE("rate meter: converges on a steady device rate")

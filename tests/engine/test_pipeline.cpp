@@ -115,6 +115,7 @@ TEST_CASE("chunk limits: inconsistent limits are made consistent, and plans stay
     bad.max_windows = 0;
     bad.max_in_flight = 1 * MiB; // can't hold even one chunk
     bad.target_seconds = -1;
+    bad.request = 1280 * 1024 + 512; // no whole number of pages; no whole number of it lies within [4, 4] MiB
     const ChunkLimits l = bad.checked();
     CHECK(l.align >= 4096);
     CHECK(l.min_chunk % l.align == 0);
@@ -125,6 +126,10 @@ TEST_CASE("chunk limits: inconsistent limits are made consistent, and plans stay
     CHECK(l.max_windows >= l.min_windows);
     CHECK(l.max_in_flight >= (l.min_windows + 1) * l.min_chunk);
     CHECK(l.target_seconds > 0);
+    CHECK(l.request == 1280 * 1024);
+    ChunkLimits sub_page;
+    sub_page.request = 1000;
+    CHECK(sub_page.checked().request == 0);
     for (double rate : {0.0, 1e3, 40e6, 4e9}) {
         const ChunkPlan plan = plan_chunks(rate, bad);
         CHECK(plan.chunk_bytes >= l.min_chunk);
