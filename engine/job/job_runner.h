@@ -22,13 +22,16 @@
 #include "units.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -142,6 +145,13 @@ constexpr std::size_t kFlushClosers = 64;
 // parallel with it. Ahead of the file being copied, the next small files of the plan (up to kFiles and
 // kBytes) are opened, what of them was cached is noted (source_residency, so only the copy's own pages are
 // dropped after it), and the kernel is asked to read them (WILLNEED), which it does while the job writes.
+//
+// On a thread of its own: on a tree of tiny files the job's thread is what bounds the copy (a core's worth of
+// system time), and the opening and asking (page allocation, the source's filesystem, sending the reads) were a
+// third of it. The job's thread only hands the files over and takes them when it comes to them; one the thread
+// has not begun yet, the copy opens itself. A pause stops the handing over, not what was handed over (at most
+// kFiles and kBytes). A file's cached pages are noted when the thread opens it, which may be while the copy still
+// reads the one before: a hard link to that one would keep its pages cached.
 class SourcePrefetch {
 public:
     struct Source {
@@ -154,18 +164,55 @@ public:
     static constexpr uint64_t kBytes = 16 * kMiB;
     static constexpr std::size_t kEntries = 256; // looked at ahead of the copy, folders and links included
 
+    SourcePrefetch() = default;
+    SourcePrefetch(const SourcePrefetch &) = delete;
+    SourcePrefetch &operator=(const SourcePrefetch &) = delete;
+    ~SourcePrefetch(); // the thread ends; what it opened and nobody took is closed
+
     // Reads ahead of the current entry of |entries|: small regular files (at most |small_limit| bytes) opened
     // in |dirs| (a cache of the source's folders of its own, so the copy's stays on its path).
-    // |residency_of|: what of the file at |rel| (below the item's source) was cached, taken before it is read.
+    // |residency_of|: what of the file at |rel| (below the item's source) was cached, taken before it is read;
+    // called on the read-ahead's thread. The first one given is kept for the walk.
     using ResidencyOf = std::function<SourceResidency(const std::string &rel, int fd, uint64_t size)>;
     void fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, const ResidencyOf &residency_of);
     // The source of the walk's entry |index| when it was read ahead; those before it the copy passed over go.
+    // Waits while the thread is opening it or one before it.
     std::optional<Source> take(std::size_t index);
 
 private:
-    std::deque<Source> ahead_;
-    std::size_t next_ = 0; // the next entry of the walk to look at
-    uint64_t bytes_ = 0;   // in |ahead_|
+    struct Request {
+        std::size_t index = 0;
+        SharedDirFd dir;
+        std::string name;
+        std::string rel;
+        uint64_t planned = 0; // the plan's size, counted in |bytes_| until the file is open
+        uint64_t small_limit = 0;
+    };
+    // The next small files of the walk, for at most kFiles and kBytes with |files| and |bytes| held already.
+    std::vector<Request> choose(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, std::size_t files,
+                                uint64_t bytes);
+    void hand_over(std::vector<Request> more, const ResidencyOf &residency_of);
+    void run();
+    std::optional<Source> open_one(const Request &r) const;
+    // With |mutex_| held: whether the thread is opening the entry |index| or one before it.
+    bool busy_up_to(std::size_t index) const;
+    // With |mutex_| held: the files requested, being opened or opened.
+    std::size_t held() const;
+
+    std::size_t next_ = 0; // the next entry of the walk to look at (the job's thread alone)
+    ResidencyOf residency_of_;
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;       // for the thread: a request, or the end
+    std::condition_variable done_;       // for take(): a request done
+    std::deque<Request> requests_;       // not yet begun, in the walk's order
+    std::optional<std::size_t> working_; // the entry the thread is opening
+    std::deque<Source> ahead_;           // opened and read ahead, in the walk's order
+    uint64_t bytes_ = 0;                 // of |ahead_|, and the plan's sizes of the requests
+    bool stop_ = false;
+    bool no_thread_ = false;     // it could not be started: nothing is read ahead
+    bool thread_idle_ = false;   // waiting on |wake_|
+    bool taker_waiting_ = false; // take() waiting on |done_|
+    std::thread thread_;         // started with the first request
 };
 
 // One item's walk: its entries, its folder caches, its read-ahead and what it learnt on the way.

@@ -235,8 +235,10 @@ void JobRunner::walk_item(ItemWalk &walk)
                                               : source_residency(fd, size, session_.route.evict);
                                });
         const PlanEntry &entry = walk.entries.current();
-        if (walk.failed_dir && below(entry.rel, *walk.failed_dir))
+        if (walk.failed_dir && below(entry.rel, *walk.failed_dir)) {
+            walk.prefetch.take(walk.entries.current_seq()); // and the read-ahead's thread leaves it alone now
             continue;
+        }
         copy_entry(walk, entry);
     }
     if (stopping())
@@ -253,6 +255,10 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
 {
     const CopyItem &item = walk.plan.item;
     const std::string source = join(strip_trailing_slashes(item.source), entry.rel);
+    // Taken before any way out below: once taken, the read-ahead's thread won't open it after its failure was
+    // reported (for a group of jobs, that would count it as still to be read: source_share.h).
+    std::optional<SourcePrefetch::Source> prefetched =
+        entry.kind == EntryKind::File ? walk.prefetch.take(walk.entries.current_seq()) : std::nullopt;
     if (!entry.skip_reason.empty()) {
         if (entry.kind == EntryKind::Special && entry.rel.empty()) {
             // Named on the command line: the user asked for exactly this, so not copying it is a failure.
@@ -291,7 +297,7 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
     case EntryKind::Symlink:
         return copy_symlink(task);
     case EntryKind::File:
-        task.prefetched = walk.prefetch.take(walk.entries.current_seq());
+        task.prefetched = std::move(prefetched);
         return copy_file_with_retries(task);
     }
 }
