@@ -69,6 +69,37 @@ private Q_SLOTS:
         QVERIFY(!model.index(0).data(JobModel::StatusRole).toString().contains(QStringLiteral("not responding")));
     }
 
+    void aShareRowSaysOnTheShare()
+    {
+        // A NAS is no device to the user: the row says where the bytes are, running, paused and done.
+        JobModel model;
+        model.addJob(10, QStringLiteral("photos → photos on nas"), QStringLiteral("/mnt/nas"),
+                     QStringLiteral("/mnt/nas"), QString(), false);
+        JobProgress p = progress(10, JobState::Running, 1000 << 20, 300 << 20, 310 << 20, 10e6, 70);
+        p.share = true;
+        model.onProgress(p);
+        const auto status = [&] { return model.index(0).data(JobModel::StatusRole).toString(); };
+        QVERIFY2(status().startsWith(QStringLiteral("300.0 MiB of 1,000.0 MiB on the share")), qPrintable(status()));
+        p.state = int(JobState::Paused);
+        model.onProgress(p);
+        QCOMPARE(status(), QStringLiteral("Paused. 300.0 MiB of 1,000.0 MiB on the share."));
+        p.state = int(JobState::Running);
+        p.durableBytes = p.writtenBytes = p.totalBytes;
+        model.onProgress(p);
+        model.onFileDone(10, QStringLiteral("/src/a.jpg"), QStringLiteral("/mnt/nas/a.jpg"));
+        model.onFinished(10, true, false, 1000 << 20, 1, 0);
+        QVERIFY2(status().startsWith(QStringLiteral("Done: 1,000.0 MiB in 1 file on the share")), qPrintable(status()));
+        QVERIFY2(!status().contains(QStringLiteral("device")), qPrintable(status()));
+        QVERIFY2(!status().contains(QStringLiteral("unplug")), qPrintable(status()));
+
+        // A stick's row is as it was.
+        model.addJob(11, QStringLiteral("a → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        model.onProgress(progress(11, JobState::Running, 1000, 250, 400, 40e6, 12));
+        const QString stick = model.index(1).data(JobModel::StatusRole).toString();
+        QVERIFY2(stick.contains(QStringLiteral(" on the device")), qPrintable(stick));
+    }
+
     void cancelOnAStalledShareSaysWhyItTakes()
     {
         JobModel model;

@@ -105,7 +105,8 @@ QString JobModel::finishedStatus(const Row &row) const
 {
     const JobProgress &p = row.progress;
     if (row.cancelled)
-        return tr("Cancelled. Nothing half-written was left, and the device has nothing left to write.");
+        return p.share ? tr("Cancelled. Nothing half-written was left, and nothing is left to write to the share.")
+                       : tr("Cancelled. Nothing half-written was left, and the device has nothing left to write.");
     if (row.ejected)
         return row.finalMessage;
     if (row.deviceRemoved)
@@ -144,7 +145,7 @@ QString JobModel::runningStatus(const JobProgress &p) const
     case JobState::Queued:
         return tr("Waiting for the device: another copy to it runs first.");
     case JobState::Paused:
-        return tr("Paused. %1 of %2 on the device.")
+        return (p.share ? tr("Paused. %1 of %2 on the share.") : tr("Paused. %1 of %2 on the device."))
             .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
     default:
         break;
@@ -159,8 +160,8 @@ QString JobModel::runningStatus(const JobProgress &p) const
             .arg(waited, formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
     }
     const qint64 inCache = p.writtenBytes - p.durableBytes;
-    QString text =
-        tr("%1 of %2 on the device").arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
+    QString text = (p.share ? tr("%1 of %2 on the share") : tr("%1 of %2 on the device"))
+                       .arg(formatBytes(double(p.durableBytes)), formatBytes(double(p.totalBytes)));
     if (inCache > 0)
         text += tr(" (+%1 on its way)").arg(formatBytes(double(inCache)));
     text += tr(" · %1 · %2 left").arg(formatRate(p.deviceRate), formatEta(p.etaSeconds));
@@ -250,13 +251,13 @@ QString JobModel::outcomeOf(const Row &row)
 }
 
 // "312 MiB in 41 files on the device in 8 s (38.1 MiB/s) · 1 renamed · 2 skipped · 41 verified, read back from the
-// device": the numbers a finished job's one line and its notification need.
+// device" ("on the share" for a share): the numbers a finished job's one line and its notification need.
 QString JobModel::summaryOf(const Row &row) const
 {
     const JobProgress &p = row.progress;
     // What moved through the device, against the time it took: a resumed prefix did not.
     const double moved = double(p.durableBytes - p.unwrittenBytes);
-    QString text = tr("%1 in %2 on the device")
+    QString text = (p.share ? tr("%1 in %2 on the share") : tr("%1 in %2 on the device"))
                        .arg(formatBytes(double(p.durableBytes)), tr("%n file(s)", nullptr, int(row.copied)));
     if (p.elapsedSeconds >= 1)
         text += tr(" in %1 (%2)").arg(formatEta(p.elapsedSeconds), formatRate(moved / p.elapsedSeconds));
@@ -267,7 +268,9 @@ QString JobModel::summaryOf(const Row &row) const
     if (row.problems.size() > row.skipped)
         text += tr(" · %1 failed").arg(row.problems.size() - row.skipped);
     if (row.verify && row.copied > 0)
-        text += tr(" · %1 verified, read back from the device").arg(row.copied);
+        text +=
+            (p.share ? tr(" · %1 verified, read back from the share") : tr(" · %1 verified, read back from the device"))
+                .arg(row.copied);
     return text;
 }
 
