@@ -28,10 +28,10 @@ std::size_t SourcePrefetch::held() const { return requests_.size() + ahead_.size
 void SourcePrefetch::fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, const ResidencyOf &residency_of)
 {
     std::unique_lock lock(mutex_);
-    if (no_thread_ || held() >= kFiles || bytes_ >= kBytes)
-        return;
     const std::size_t files = held();
     const uint64_t bytes = bytes_;
+    if (no_thread_ || files >= kFiles || bytes >= kBytes)
+        return;
     lock.unlock();
     std::vector<Request> more = choose(entries, dirs, small_limit, files, bytes);
     if (!more.empty())

@@ -211,6 +211,46 @@ TEST_CASE_METHOD(Faulted, "folder to folder: many small files share one sync per
     CHECK(run.counters->durable_bytes == run.counters->total_bytes);
 }
 
+namespace {
+
+// The read-ahead has a thread of its own: while the job's thread makes the first part file (held in |fs|'s open
+// hook until the files after it were asked for, or ten seconds), the next files are opened and asked for there.
+// Records the threads that open sources ("f3", opened in its folder) and those that make part files.
+struct ReadAheadWatch {
+    explicit ReadAheadWatch(FaultSyscalls &fs)
+    {
+        fs.on_open = [this, &fs](const char *path, int flags) {
+            if ((flags & O_CREAT) && std::strstr(path, ".part")) {
+                record(making_parts);
+                if (advised_at_first_part.load() < 0) {
+                    for (int i = 0; i < 1000 && fs.willneed_calls.load() < 2; ++i)
+                        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                    advised_at_first_part = fs.willneed_calls.load();
+                }
+            } else if (path[0] == 'f') {
+                record(opening_sources);
+            }
+        };
+    }
+    void record(std::set<std::thread::id> &threads)
+    {
+        std::lock_guard lock(mutex);
+        threads.insert(std::this_thread::get_id());
+    }
+    bool opened_off_the_job_thread()
+    {
+        std::lock_guard lock(mutex);
+        return std::any_of(opening_sources.begin(), opening_sources.end(),
+                           [&](std::thread::id id) { return making_parts.count(id) == 0; });
+    }
+
+    std::atomic<int> advised_at_first_part {-1}; // WILLNEEDs when the first part file was made
+    std::mutex mutex;
+    std::set<std::thread::id> opening_sources, making_parts;
+};
+
+} // namespace
+
 TEST_CASE_METHOD(Faulted, "small files: the next sources are read ahead of the copy, and only its own pages dropped")
 {
     mkdir_p(t / "tree");
@@ -223,36 +263,14 @@ TEST_CASE_METHOD(Faulted, "small files: the next sources are read ahead of the c
             evict(path);
     }
     mkdir_p(t / "out");
-    // The read-ahead has a thread of its own: while the job's thread makes the first part file (held here until
-    // the files after it were asked for, or ten seconds), the next files are opened and asked for there.
-    std::atomic<int> advised_at_first_part {-1};
-    std::mutex threads_mutex;
-    std::set<std::thread::id> opening_sources, making_parts;
-    fs.on_open = [&](const char *path, int flags) {
-        if ((flags & O_CREAT) && std::strstr(path, ".part")) {
-            {
-                std::lock_guard lock(threads_mutex);
-                making_parts.insert(std::this_thread::get_id());
-            }
-            if (advised_at_first_part.load() < 0) {
-                for (int i = 0; i < 1000 && fs.willneed_calls.load() < 2; ++i)
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                advised_at_first_part = fs.willneed_calls.load();
-            }
-        } else if (path[0] == 'f') { // a source, "f3", opened in its folder
-            std::lock_guard lock(threads_mutex);
-            opening_sources.insert(std::this_thread::get_id());
-        }
-    };
+    ReadAheadWatch watch(fs);
     JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
     REQUIRE(run.summary.ok());
     // Each file asked for once at most: one the thread had not begun when the copy came to it, the copy opened
     // and read itself.
     CHECK(fs.willneed_calls.load() <= 20);
-    CHECK(advised_at_first_part > 1); // files beyond the first were asked for while it was being written
-    // ...by a thread that makes no part file: the read-ahead's, not the job's.
-    CHECK(std::any_of(opening_sources.begin(), opening_sources.end(),
-                      [&](std::thread::id id) { return making_parts.count(id) == 0; }));
+    CHECK(watch.advised_at_first_part > 1);   // files beyond the first were asked for while it was being written
+    CHECK(watch.opened_off_the_job_thread()); // ...by a thread that makes no part file: the read-ahead's
     for (int f = 0; f < 20; ++f) {
         const std::string name = "f" + std::to_string(f);
         INFO(name);

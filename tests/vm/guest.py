@@ -443,13 +443,9 @@ def scenario_big(fs):
     # Each request costs the stick a command's round trip: a window that ends on a short request (a chunk not a
     # whole number of the largest) added a third more of them than dd's 4 MiB writes (ChunkLimits::request).
     largest = max_request()
-    if largest:
-        tap(requests.mean >= MEAN_REQUEST_SHARE * largest,
-            f"{fs}: big file: write requests average >= {MEAN_REQUEST_SHARE:.0%} of the largest the stick takes",
-            f"{requests}, largest {largest // 1024} KiB")
-    else:
-        tap(False, f"{fs}: big file: write requests average >= {MEAN_REQUEST_SHARE:.0%} of the largest the stick takes",
-            "the stick's queue/max_sectors_kb can't be read")
+    tap(bool(largest) and requests.mean >= MEAN_REQUEST_SHARE * largest,
+        f"{fs}: big file: write requests average >= {MEAN_REQUEST_SHARE:.0%} of the largest the stick takes",
+        f"{requests}, largest {largest // 1024} KiB" if largest else "the stick's queue/max_sectors_kb can't be read")
     return {"fs": fs, "dd": dd, "cp": cp, "sanecp": secs, "ratio": best and secs / best, "peak": peak,
             "cp_peak": cp_peak}
 
