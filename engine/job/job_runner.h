@@ -149,7 +149,8 @@ constexpr std::size_t kFlushClosers = 64;
 // On a thread of its own: on a tree of tiny files the job's thread is what bounds the copy (a core's worth of
 // system time), and the opening and asking (page allocation, the source's filesystem, sending the reads) were a
 // third of it. The job's thread only hands the files over and takes them when it comes to them; one the thread
-// has not begun yet, the copy opens itself. A pause stops the handing over, not what was handed over (at most
+// has not begun yet, the copy opens itself. What is held is topped up to kFiles and kBytes once half of it is
+// taken, so the thread is woken once for many files. A pause stops the handing over, not what was handed over (at most
 // kFiles and kBytes). A file's cached pages are noted when the thread opens it, which may be while the copy still
 // reads the one before: a hard link to that one would keep its pages cached.
 class SourcePrefetch {

@@ -30,7 +30,9 @@ void SourcePrefetch::fill(ItemEntries &entries, DirCache &dirs, uint64_t small_l
     std::unique_lock lock(mutex_);
     const std::size_t files = held();
     const uint64_t bytes = bytes_;
-    if (no_thread_ || files >= kFiles || bytes >= kBytes)
+    // Topped up once half is taken, not file by file: the thread, caught up, waits, and each hand-over that
+    // woke it was a wake-up (a tenth of the job's thread on 20,000 tiny files) for one file's work.
+    if (no_thread_ || files > kFiles / 2 || bytes > kBytes / 2)
         return;
     lock.unlock();
     std::vector<Request> more = choose(entries, dirs, small_limit, files, bytes);
