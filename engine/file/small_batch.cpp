@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <condition_variable>
 #include <functional>
 #include <future>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace sanecopy {
@@ -126,7 +128,8 @@ bool SmallFileBatch::holds(int dir, const std::string &name) const
 
 bool SmallFileBatch::empty() const
 {
-    return filling_.files.empty() && syncing_.empty() && naming_.empty() && durable_.files.empty() && settling_.empty();
+    return filling_.files.empty() && syncing_.empty() && renaming_.empty() && naming_.empty() &&
+           durable_.files.empty() && settling_.empty();
 }
 
 PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
@@ -180,9 +183,86 @@ void SmallFileBatch::hand_off()
     while (syncing_.size() > 1) {
         Group older = std::move(syncing_.front());
         syncing_.pop_front();
-        queue_names(settle_data(older, syncer_->wait(older.ticket)));
+        const Status synced = syncer_->wait(older.ticket);
+        settle_synced(std::move(older), synced);
     }
+    reap_renamed(false);
     reap_names(false);
+}
+
+// A group whose data sync was waited for (GroupSync::Background), renamed on a thread of its own when it can be.
+void SmallFileBatch::settle_synced(Group group, const Status &synced)
+{
+    if (!synced || !renames_elsewhere(group)) {
+        queue_names(settle_data(group, synced));
+        return;
+    }
+    auto r = std::make_unique<Renaming>();
+    r->out.resize(group.files.size());
+    for (BatchedFile &f : group.files) {
+        r->keys.push_back(key(f));
+        f.durable = true;
+        hooks_.durable(f);
+    }
+    r->group = std::move(group);
+    reap_renamed(true); // the group before, renamed: one at a time
+    Renaming *p = r.get();
+    Syncer *syncer = syncer_.get();
+    try {
+        r->names = std::async(std::launch::async, [p, syncer] { return rename_files(*p, *syncer); });
+    } catch (const std::system_error &) { // no thread to be had: renamed when reaped, here
+        r->names = std::async(std::launch::deferred, [p, syncer] { return rename_files(*p, *syncer); });
+    }
+    renaming_.push_back(std::move(r));
+}
+
+// Neither a read-back nor a search for a free name, which run on the job's thread; no closer, which takes the
+// descriptors once the names are durable.
+bool SmallFileBatch::renames_elsewhere(const Group &group) const
+{
+    return !hooks_.verify && !closer_ && std::none_of(group.files.begin(), group.files.end(), [](const BatchedFile &f) {
+        return f.policy == ConflictPolicy::Rename;
+    });
+}
+
+// On the renaming thread: settle_data's part for files whose durable hooks have run. Returns the ticket of the
+// syncfs that makes the renames durable, asked for once they are all made.
+uint64_t SmallFileBatch::rename_files(Renaming &r, Syncer &syncer)
+{
+    for (std::size_t i = 0; i < r.group.files.size(); ++i) {
+        PartFile &part = r.group.files[i].part;
+        drop_written_pages(part.fd());
+        part.close_fd().ignore(); // synced already; the name is what is left to publish
+        r.out[i].published = part.commit(r.group.files[i].policy, &r.out[i].final_name);
+    }
+    return syncer.request();
+}
+
+// The renamed groups, oldest first (all, or those done when |wait| is false), queued for their names' syncfs.
+void SmallFileBatch::reap_renamed(bool wait)
+{
+    while (!renaming_.empty()) {
+        Renaming &r = *renaming_.front();
+        if (!wait && r.names.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+            return;
+        const uint64_t ticket = r.names.get();
+        Group named;
+        for (std::size_t i = 0; i < r.group.files.size(); ++i) {
+            BatchedFile &f = r.group.files[i];
+            names_.erase(r.keys[i]);
+            if (!r.out[i].published) {
+                hooks_.failed(f, std::move(r.out[i].published));
+                continue;
+            }
+            f.target = f.part.dir_path() + "/" + r.out[i].final_name;
+            named.files.push_back(std::move(f));
+        }
+        renaming_.pop_front();
+        if (!named.files.empty()) {
+            named.ticket = ticket;
+            naming_.push_back(std::move(named));
+        }
+    }
 }
 
 // A group's data is on the device (or |synced| says why not): count it, drop its pages, verify and rename; each
@@ -487,8 +567,10 @@ void SmallFileBatch::flush()
     while (!syncing_.empty()) {
         Group group = std::move(syncing_.front());
         syncing_.pop_front();
-        queue_names(settle_data(group, syncer_->wait(group.ticket)));
+        const Status synced = syncer_->wait(group.ticket);
+        settle_synced(std::move(group), synced);
     }
+    reap_renamed(true);
     reap_names(true);
 }
 
@@ -520,8 +602,9 @@ void SmallFileBatch::discard()
     close_unpublished();
     filling_ = {}; // part files go with their PartFile
     syncing_.clear();
-    names_.clear();
     // Durable already: renamed, and reported once their names are durable, like those renamed before.
+    reap_renamed(true);
+    names_.clear();
     flush_renamed();
     reap_names(true);
 }

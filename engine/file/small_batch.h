@@ -13,6 +13,8 @@
 //   - the device never waits for the job between groups, nor the job for the device, unless it is two ahead;
 //   - the first group is a sixteenth of the limits and each next one twice the last, so the device starts
 //     writing within milliseconds instead of idling while the first full group is written.
+// There a group whose data is durable is renamed on a thread of its own, which then asks for the syncfs of its
+// names, unless its files are read back or one may take another free name (both need the job's thread).
 // On FAT, exFAT and NTFS (GroupSync::Inline) the same two syncs run on the job's thread instead: creating a
 // file there waits for its folder's blocks while a sync writes them. Elsewhere (FUSE and network filesystems,
 // where syncfs is not passed on reliably) each file is fdatasync'ed and each folder fsync'ed when a group is full;
@@ -162,6 +164,11 @@ private:
         std::string final_name;
     };
     std::vector<Settled> settle_files(Group &group);
+    void settle_synced(Group group, const Status &synced);
+    bool renames_elsewhere(const Group &group) const;
+    struct Renaming;
+    static uint64_t rename_files(Renaming &r, Syncer &syncer);
+    void reap_renamed(bool wait);
     static Status write_now(BatchedFile &f, DataToWrite w);
     bool settles_in_background(const Group &group) const;
     void settle_in_background(Group group);
@@ -197,6 +204,16 @@ private:
     // descriptors and two hold data not yet durable; a group written by the job settles alone.
     static constexpr std::size_t kSettlingGroups = 2;
     std::deque<std::unique_ptr<Settling>> settling_;
+    // settle_synced's groups: durable, and renamed on a thread of their own while the job writes on (a rename is
+    // a fifth of the job's thread's time on a tree of tiny files). One at a time, oldest first: its files keep
+    // their descriptors until they are renamed.
+    struct Renaming {
+        Group group;
+        std::vector<std::pair<int, std::string>> keys; // its files' in names_, taken before they are renamed
+        std::vector<Settled> out;                      // by file: renamed, and the name it took
+        std::future<uint64_t> names;                   // the Syncer's ticket for its renames
+    };
+    std::deque<std::unique_ptr<Renaming>> renaming_;
     BackgroundCloser *closer_; // or null
 };
 

@@ -45,6 +45,8 @@ struct FaultSyscalls : Syscalls {
     int direct_pwrite_errno = 0;
     std::chrono::microseconds data_delay {0};
     std::function<void(const char *path, int flags)> on_open;
+    // Called before each rename with its two names; an errno it returns fails the rename with it.
+    std::function<int(const char *from, const char *to)> on_rename;
 
     // What happened.
     std::atomic<int> ficlone_calls {0}, copy_file_range_calls {0}, sendfile_calls {0}, pwrite_calls {0};
@@ -96,6 +98,16 @@ struct FaultSyscalls : Syscalls {
         if (on_open)
             on_open(path, flags);
         return Syscalls::raw_openat(dirfd, path, flags, mode);
+    }
+    int raw_renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags) override
+    {
+        if (on_rename) {
+            if (const int err = on_rename(oldpath, newpath)) {
+                errno = err;
+                return -1;
+            }
+        }
+        return Syscalls::raw_renameat2(olddir, oldpath, newdir, newpath, flags);
     }
     int raw_ficlone(int dst, int src) override
     {

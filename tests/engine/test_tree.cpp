@@ -292,6 +292,49 @@ TEST_CASE_METHOD(Faulted, "small files: the next sources are read ahead of the c
     }
 }
 
+TEST_CASE_METHOD(
+    Faulted, "small files: a durable group is renamed off the job's thread, and a failed rename fails that file alone")
+{
+    mkdir_p(t / "tree");
+    for (int f = 0; f < 300; ++f)
+        write_pattern_file(t / ("tree/f" + std::to_string(f)), 3000, unsigned(f));
+    mkdir_p(t / "out");
+    std::mutex mutex;
+    std::set<std::thread::id> making_parts, renaming;
+    fs.on_open = [&](const char *path, int flags) {
+        if ((flags & O_CREAT) && std::strstr(path, ".part")) {
+            std::lock_guard lock(mutex);
+            making_parts.insert(std::this_thread::get_id());
+        }
+    };
+    fs.on_rename = [&](const char *from, const char *to) {
+        std::lock_guard lock(mutex);
+        if (std::strstr(from, ".part"))
+            renaming.insert(std::this_thread::get_id());
+        return std::strcmp(to, "f7") == 0 ? EIO : 0;
+    };
+    JobRun run = run_job(spec_of({t / "tree"}, t / "out"));
+    CHECK(run.summary.errors == 1);
+    REQUIRE(run.count(JobEvent::Kind::Error) == 1);
+    CHECK(run.first(JobEvent::Kind::Error)->path == t / "tree/f7");
+    CHECK(run.count(JobEvent::Kind::FileDone) == 299);
+    {
+        std::lock_guard lock(mutex);
+        REQUIRE(making_parts.size() == 1);
+        CHECK(renaming.count(*making_parts.begin()) == 0);
+    }
+    // Nothing half done under any name: f7 is neither under its name nor left as a part file.
+    CHECK_FALSE(exists(t / "out/tree/f7"));
+    for (int f = 0; f < 300; ++f) {
+        if (f == 7)
+            continue;
+        const std::string name = "f" + std::to_string(f);
+        INFO(name);
+        CHECK(read_file(t / ("out/tree/" + name)) == read_file(t / ("tree/" + name)));
+    }
+    CHECK(list_tree(t / "out/tree").find(".part") == std::string::npos);
+}
+
 TEST_CASE_METHOD(Faulted, "folder to folder: a failed batch sync publishes none of the batch's files")
 {
     mkdir_p(t / "tree");
