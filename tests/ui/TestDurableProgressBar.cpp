@@ -34,6 +34,19 @@ private Q_SLOTS:
         QVERIFY(solid != empty);
     }
 
+    void aShareSaysOnTheShareToAScreenReader()
+    {
+        DurableProgressBar bar;
+        bar.setFractions(0.42, 0.5);
+        QCOMPARE(bar.accessibleName(), QStringLiteral("Progress on the device"));
+        QCOMPARE(bar.accessibleDescription(), QStringLiteral("42 % on the device"));
+        bar.setShare(true);
+        QCOMPARE(bar.accessibleName(), QStringLiteral("Progress on the share"));
+        QCOMPARE(bar.accessibleDescription(), QStringLiteral("42 % on the share"));
+        bar.setOutcome(QStringLiteral("Cancelled"));
+        QCOMPARE(bar.accessibleDescription(), QStringLiteral("Cancelled"));
+    }
+
     void anEndedJobSaysSoWithoutAColouredFill()
     {
         DurableProgressBar bar;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // JobModel fed as the engine feeds it, through the same slots, without an engine.
 #include "JobModel.h"
+#include "SystemMonitor.h"
+#include "TimeSeriesChart.h"
 #include "Translations.h"
 #include "WindowFixtures.h"
 #include "job_control.h"
@@ -98,6 +100,38 @@ private Q_SLOTS:
         model.onProgress(progress(11, JobState::Running, 1000, 250, 400, 40e6, 12));
         const QString stick = model.index(1).data(JobModel::StatusRole).toString();
         QVERIFY2(stick.contains(QStringLiteral(" on the device")), qPrintable(stick));
+    }
+
+    void theThroughputChartSaysWhereTheBytesAre()
+    {
+        // The chart's durable line is named after where the unfinished copies go, as their rows are.
+        JobModel model;
+        TimeSeriesChart throughput(QStringLiteral("Throughput"), QStringLiteral("MiB/s"), 1 << 20);
+        TimeSeriesChart dirty(QStringLiteral("Dirty memory"), QStringLiteral("MiB"), 1 << 20);
+        SystemMonitor monitor(&model, &throughput, &dirty);
+        const auto named = [&] {
+            monitor.sample();
+            return throughput.seriesName(0);
+        };
+        QCOMPARE(named(), QStringLiteral("on the device"));
+        model.addJob(20, QStringLiteral("photos → photos on nas"), QStringLiteral("/mnt/nas"),
+                     QStringLiteral("/mnt/nas"), QString(), false);
+        JobProgress share = progress(20, JobState::Running, 1000, 100, 200, 10e6, 70);
+        share.share = true;
+        model.onProgress(share);
+        QVERIFY(model.index(0).data(JobModel::ShareRole).toBool());
+        QCOMPARE(named(), QStringLiteral("on the share"));
+        QVERIFY2(throughput.textEquivalent().contains(QStringLiteral("on the share")),
+                 qPrintable(throughput.textEquivalent()));
+        model.addJob(21, QStringLiteral("a → STICK"), QStringLiteral("/media/STICK"), QStringLiteral("/media/STICK"),
+                     QStringLiteral("sdb1"), true);
+        model.onProgress(progress(21, JobState::Running, 1000, 250, 400, 40e6, 12));
+        QVERIFY(!model.index(1).data(JobModel::ShareRole).toBool());
+        QCOMPARE(named(), QStringLiteral("on the devices and shares"));
+        model.onFinished(20, true, false, 1000, 1, 0);
+        QCOMPARE(named(), QStringLiteral("on the device"));
+        model.onFinished(21, true, false, 1000, 1, 0);
+        QCOMPARE(named(), QStringLiteral("on the device")); // nothing going on: the last name stays
     }
 
     void cancelOnAStalledShareSaysWhyItTakes()

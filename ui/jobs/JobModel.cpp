@@ -89,6 +89,18 @@ bool JobModel::anyRunning() const
     return false;
 }
 
+JobModel::Destinations JobModel::unfinishedDestinations() const
+{
+    bool shares = false, devices = false;
+    for (const Row &r : rows_) {
+        if (!r.finished)
+            (r.progress.share ? shares : devices) = true;
+    }
+    if (shares && devices)
+        return Destinations::Both;
+    return shares ? Destinations::Shares : devices ? Destinations::Devices : Destinations::None;
+}
+
 bool JobModel::anyFinished() const
 {
     return std::any_of(rows_.cbegin(), rows_.cend(), [](const Row &r) { return r.finished; });
@@ -206,6 +218,7 @@ const QHash<int, JobModel::RoleReader> &JobModel::roleReaders()
         {FinishedRole, [](M, R r) -> QVariant { return r.finished; }},
         {ResultsRole, [](M, R r) -> QVariant { return resultsOf(r); }},
         {RemovableRole, [](M, R r) -> QVariant { return r.removable; }},
+        {ShareRole, [](M, R r) -> QVariant { return r.progress.share; }},
         {SummaryRole, [](M m, R r) -> QVariant { return r.finished ? m.summaryOf(r) : QString(); }},
         {OutcomeRole, [](M, R r) -> QVariant { return outcomeOf(r); }},
     };

@@ -42,6 +42,7 @@ public:
                        // past kFilesListed copied files, one line that counts the rest
         SummaryRole,   // one line: what happened, once the job has ended
         RemovableRole, // the destination is a removable device: "Safe to unplug" is what the user waits for
+        ShareRole,     // the destination is a network share: its bytes are "on the share", not on a device
     };
 
     explicit JobModel(QObject *parent = nullptr);
@@ -66,6 +67,9 @@ public:
     qint64 ownDirtyBytes() const; // -1 when no running job knows it
     bool anyRunning() const;
     bool anyFinished() const;
+    // Where the unfinished jobs' bytes go, for the words of the throughput chart.
+    enum class Destinations { None, Devices, Shares, Both };
+    Destinations unfinishedDestinations() const;
 
 public Q_SLOTS:
     void onProgress(const SaneCopy::JobProgress &progress);

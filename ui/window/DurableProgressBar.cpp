@@ -12,7 +12,25 @@ namespace SaneCopy {
 DurableProgressBar::DurableProgressBar(QWidget *parent) : QWidget(parent)
 {
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-    setAccessibleName(tr("Progress on the device"));
+    describe();
+}
+
+void DurableProgressBar::setShare(bool share)
+{
+    if (share == share_)
+        return;
+    share_ = share;
+    describe();
+}
+
+void DurableProgressBar::describe()
+{
+    setAccessibleName(share_ ? tr("Progress on the share") : tr("Progress on the device"));
+    const int percent = int(std::floor(durable_ * 100));
+    if (!outcome_.isEmpty())
+        setAccessibleDescription(outcome_);
+    else
+        setAccessibleDescription(share_ ? tr("%1 % on the share").arg(percent) : tr("%1 % on the device").arg(percent));
 }
 
 void DurableProgressBar::setFractions(double durable, double written)
@@ -23,7 +41,7 @@ void DurableProgressBar::setFractions(double durable, double written)
         return;
     durable_ = durable;
     written_ = written;
-    setAccessibleDescription(tr("%1 % on the device").arg(int(std::floor(durable_ * 100))));
+    describe();
     update();
 }
 
@@ -32,8 +50,7 @@ void DurableProgressBar::setOutcome(const QString &outcome)
     if (outcome == outcome_)
         return;
     outcome_ = outcome;
-    setAccessibleDescription(outcome_.isEmpty() ? tr("%1 % on the device").arg(int(std::floor(durable_ * 100)))
-                                                : outcome_);
+    describe();
     update();
 }
 

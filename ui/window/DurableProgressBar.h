@@ -18,6 +18,8 @@ public:
     // neutral track, instead of a coloured partial fill that reads as "still going". Empty: progress as usual.
     void setOutcome(const QString &outcome);
     QString outcome() const { return outcome_; }
+    // Onto a network share: the bar's words for a screen reader say "on the share", not "on the device".
+    void setShare(bool share);
     double durable() const { return durable_; }
     double written() const { return written_; }
     QSize sizeHint() const override;
@@ -30,6 +32,8 @@ private:
     double durable_ = 0;
     double written_ = 0;
     QString outcome_;
+    bool share_ = false;
+    void describe();
 };
 
 } // namespace SaneCopy

@@ -133,6 +133,7 @@ void JobRow::refresh()
     bar_->setFractions(i.data(JobModel::DurableFractionRole).toDouble(),
                        i.data(JobModel::WrittenFractionRole).toDouble());
     bar_->setOutcome(i.data(JobModel::OutcomeRole).toString());
+    bar_->setShare(i.data(JobModel::ShareRole).toBool());
     status_->setText(i.data(JobModel::StatusRole).toString());
     const QStringList problems = i.data(JobModel::ProblemsRole).toStringList();
     status_->setToolTip(problems.join(QLatin1Char('\n')));

@@ -22,8 +22,28 @@ SystemMonitor::SystemMonitor(JobModel *jobs, TimeSeriesChart *throughput, TimeSe
     timer_.start();
 }
 
+// The durable rate's name says where those bytes are: a NAS is no device to the user (JobModel's rows say "on the
+// share" too). With nothing going on, the last name stays, with the line it names.
+void SystemMonitor::nameDurableSeries()
+{
+    switch (jobs_->unfinishedDestinations()) {
+    case JobModel::Destinations::None:
+        return;
+    case JobModel::Destinations::Devices:
+        throughput_->setSeriesName(durableSeries_, tr("on the device"));
+        return;
+    case JobModel::Destinations::Shares:
+        throughput_->setSeriesName(durableSeries_, tr("on the share"));
+        return;
+    case JobModel::Destinations::Both:
+        throughput_->setSeriesName(durableSeries_, tr("on the devices and shares"));
+        return;
+    }
+}
+
 void SystemMonitor::sample()
 {
+    nameDurableSeries();
     const double now = clock_.elapsed() / 1000.0;
     const qint64 durable = jobs_->totalDurableBytes();
     const qint64 written = jobs_->totalWrittenBytes();

@@ -26,6 +26,7 @@ public Q_SLOTS:
     void sample();
 
 private:
+    void nameDurableSeries();
     JobModel *jobs_;
     TimeSeriesChart *throughput_;
     TimeSeriesChart *dirty_;

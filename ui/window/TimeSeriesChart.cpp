@@ -50,6 +50,15 @@ int TimeSeriesChart::addSeries(const QString &name, const QColor &color)
     return int(series_.size()) - 1;
 }
 
+void TimeSeriesChart::setSeriesName(int series, const QString &name)
+{
+    if (series_[series].name == name)
+        return;
+    series_[series].name = name;
+    setAccessibleDescription(textEquivalent());
+    update();
+}
+
 void TimeSeriesChart::addSample(int series, double time, double value)
 {
     if (series < 0 || series >= series_.size())

@@ -26,6 +26,9 @@ public:
     int addSeries(const QString &name, const QColor &color);
     // Appends a sample at |time| seconds (any monotonic clock). Samples older than the window are dropped.
     void addSample(int series, double time, double value);
+    // Renames a series (its legend and the text equivalent).
+    void setSeriesName(int series, const QString &name);
+    QString seriesName(int series) const { return series_.at(series).name; }
     void setWindow(double seconds) { window_ = seconds; }
     double window() const { return window_; }
     // The span the x axis shows: 30, 60 or 120 s (at most the window), as long as there are samples for, so a copy
