@@ -319,14 +319,24 @@ def count_syscalls(s, tool, src, dest, sanecp, timeout, workdir):
     return total
 
 
+def in_turn(tools, case, run):
+    """run(tool) for each tool, in the given order for an even |case| and reversed for an odd one, so no tool is
+    always the first onto a fresh stick or the last after the others warmed the machine. The results keep the
+    given order, as the table does."""
+    results = dict.fromkeys(tools)
+    for t in (tools if case % 2 == 0 else list(reversed(tools))):
+        results[t] = run(t)
+    return results
+
+
 def tiny_passes(s, tools, src, dest, sanecp, timeout, rate, workdir):
     """The tiny-file tree, unthrottled and at rate, then its system calls. Leaves the stick at rate."""
     results = {}
-    for name, r in (("unthrottled", 0), (f"{rate / 1e6:.0f} MB/s", rate)):
+    for case, (name, r) in enumerate((("unthrottled", 0), (f"{rate / 1e6:.0f} MB/s", rate))):
         s.set_rate(r)
         log(f"tiny files, stick {name}")
-        results[name] = {t: run_tool(s, t, "tree", src, dest, sanecp, timeout)
-                         if command(t, "tree", src, dest, sanecp) else None for t in tools}
+        results[name] = in_turn(tools, case, lambda t: run_tool(s, t, "tree", src, dest, sanecp, timeout)
+                                if command(t, "tree", src, dest, sanecp) else None)
     s.set_rate(0)
     log("tiny files: system calls per tool (strace -f -c, unthrottled, untimed)")
     calls = {t: count_syscalls(s, t, src, dest, sanecp, timeout, workdir) for t in tools}
@@ -739,6 +749,8 @@ def report(args, meta, big, tree, tiny=None, many=None):
         f"- stick: {meta['stick']}, writes throttled to {args.rate / 1e6:.1f} MB/s (blkio)",
         f"- sources on {meta['src_fs']} ({args.workdir}); page cache dropped and stick idle before each tool",
         "- durable after = the tool, then `sync -f DEST`, until the stick's dirty + writeback reads 0",
+        "- the tools run in the table's order for the big file and the unthrottled tiny files, in reverse for the "
+        "small files and the throttled tiny files",
         "",
         f"### One big file: {args.size_mib} MiB (baseline: dd oflag=direct)",
         "",
@@ -901,16 +913,14 @@ def main():
         }
         with stick.Stick(size_mib=size, rate_bps=args.rate, workdir=args.workdir) as s:
             meta["stick"] = f"{s.fs} on {s.name} (loop, direct I/O), {size} MiB"
-            big, tree, tiny = {}, {}, None
+            tiny = None
             log(f"big file, {args.size_mib} MiB, on {s.dev} at {args.rate / 1e6:.1f} MB/s")
-            for t in tools:
-                big[t] = run_tool(s, t, "big", big_src, os.path.join(s.mnt, "big.bin"), args.sanecp, timeout)
+            big = in_turn(tools, 0, lambda t: run_tool(s, t, "big", big_src, os.path.join(s.mnt, "big.bin"),
+                                                       args.sanecp, timeout))
             log(f"{n} small files, {tree_bytes / MiB:.1f} MiB")
-            for t in tools:
-                if command(t, "tree", tree_src, "", args.sanecp) is None:
-                    tree[t] = None
-                    continue
-                tree[t] = run_tool(s, t, "tree", tree_src, os.path.join(s.mnt, "tree"), args.sanecp, timeout)
+            tree = in_turn(tools, 1, lambda t: run_tool(s, t, "tree", tree_src, os.path.join(s.mnt, "tree"),
+                                                        args.sanecp, timeout)
+                           if command(t, "tree", tree_src, "", args.sanecp) is not None else None)
             meta["tree_read_alone"] = read_alone_cpu(tree_src)
             if args.tiny:
                 tiny = tiny_passes(s, tools, tiny_src, os.path.join(s.mnt, "tiny"), args.sanecp, timeout, args.rate,

@@ -669,8 +669,10 @@ def bench_row(fs, desktop, kind):
     dests = {"sanecp": f"{mnt}/{os.path.basename(src)}", "dd oflag=direct": f"{mnt}/dd.bin",
              "cp": f"{mnt}/cp.bin" if big else f"{mnt}/cp", "rsync": f"{mnt}/rsync.bin" if big else f"{mnt}/rsync"}
     rows = {}
+    # sanecp first for a big file, last for small files: neither always the first onto the stick nor the last.
+    order = list(tools.items()) if big else list(reversed(tools.items()))
     try:
-        for tool, cmd in tools.items():
+        for tool, cmd in order:
             if tool != "sanecp" and cmd is None:
                 continue
             clear_stick(mnt)
@@ -696,6 +698,7 @@ def bench_row(fs, desktop, kind):
             desktop_unmount()
         else:
             unmount()
+    rows = {tool: rows[tool] for tool in tools if tool in rows}  # the table's order
     return {"fs": fs + (" (desktop)" if desktop else ""), "kind": kind, "bytes": size, "files": 1 if big else SMALL_FILES,
             "tools": rows}
 
