@@ -307,8 +307,19 @@ def durable_wait(mnt=MNT):
         diag(f"after sync the stick still shows {in_flight() / 1024:.0f} KiB dirty or under writeback")
 
 
+class Measured(tuple):
+    """What timed() and sanecp() return, unpacked as the tuple they document; .requests: the stick's write requests
+    while the tool ran (Requests)."""
+
+    def __new__(cls, values, requests):
+        result = super().__new__(cls, values)
+        result.requests = requests
+        return result
+
+
 def timed(cmd, mnt=MNT):
-    """Time to durable of a plain tool: its run plus a sync of the stick."""
+    """Time to durable of a plain tool: its run plus a sync of the stick. Returns (seconds, when it returned, peak
+    in flight), with .requests (Measured)."""
     drop_caches()
     t0 = time.monotonic()
     with Sampler() as s, Requests() as r:
@@ -316,8 +327,7 @@ def timed(cmd, mnt=MNT):
         returned = time.monotonic() - t0
         durable_wait(mnt)
     diag(f"{cmd[0]}: {r}")
-    timed.requests = r
-    return time.monotonic() - t0, returned, s.peak
+    return Measured((time.monotonic() - t0, returned, s.peak), r)
 
 
 def json_run(cmd, on_record):
@@ -340,7 +350,7 @@ def json_run(cmd, on_record):
 def sanecp(args, expect_rc=0, user=None):
     """Runs sanecp --json (as |user| when given); checks at each progress record that durable_bytes is not ahead
     of what the device has taken. Returns (rc, seconds, peak in flight, worst lead, left in flight at exit, records,
-    stderr)."""
+    stderr), with .requests (Measured)."""
     drop_caches()
     base = written()
     lead = {"worst": -1 << 62}
@@ -355,8 +365,7 @@ def sanecp(args, expect_rc=0, user=None):
         seconds = time.monotonic() - t0
         left = in_flight()
     diag(f"sanecp: {r}")
-    sanecp.requests = r
-    return rc, seconds, s.peak, lead["worst"], left, records, err
+    return Measured((rc, seconds, s.peak, lead["worst"], left, records, err), r)
 
 
 def dd_cp_sanecp(src, mnt, always=False):
@@ -419,8 +428,9 @@ def scenario_big(fs):
     """One big file: sanecp (against dd oflag=direct and cp + sync, with "compare"), on the same stick."""
     src = big_source()
     fresh_stick(fs)
-    dd, (cp, cp_ret, cp_peak), (rc, secs, peak, ahead, left, records, err) = dd_cp_sanecp(src, MNT)
-    requests = sanecp.requests
+    dd, (cp, cp_ret, cp_peak), ran = dd_cp_sanecp(src, MNT)
+    rc, secs, peak, ahead, left, records, err = ran
+    requests = ran.requests
     best = min(dd, cp) if COMPARE else None
     progress = [r for r in records if r.get("type") == "progress"]
     if progress:
@@ -678,12 +688,14 @@ def bench_row(fs, desktop, kind):
             clear_stick(mnt)
             requests = None
             if tool == "sanecp":
-                rc, secs, peak, _, _, _, err = sanecp([src, mnt + "/"], user=USER)
-                ok, requests = rc == 0, sanecp.requests
+                ran = sanecp([src, mnt + "/"], user=USER)
+                rc, secs, peak, _, _, _, err = ran
+                ok, requests = rc == 0, ran.requests
             else:
                 try:
-                    secs, _, peak = timed(as_user(USER, cmd), mnt)
-                    ok, requests = True, timed.requests
+                    ran = timed(as_user(USER, cmd), mnt)
+                    secs, _, peak = ran
+                    ok, requests = True, ran.requests
                 except RuntimeError as e:
                     ok, secs, peak, err = False, 0.0, 0, str(e)
             # The cache first: comparing reads both sides into it.
