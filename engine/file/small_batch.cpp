@@ -193,6 +193,9 @@ void SmallFileBatch::hand_off()
 // A group whose data sync was waited for (GroupSync::Background), renamed on a thread of its own when it can be.
 void SmallFileBatch::settle_synced(Group group, const Status &synced)
 {
+    // The group before, renamed first: its hooks come first, and a free-name search of this one on the job's
+    // thread must not race its renames in the same folder.
+    reap_renamed(true);
     if (!synced || !renames_elsewhere(group)) {
         queue_names(settle_data(group, synced));
         return;
@@ -205,7 +208,6 @@ void SmallFileBatch::settle_synced(Group group, const Status &synced)
         hooks_.durable(f);
     }
     r->group = std::move(group);
-    reap_renamed(true); // the group before, renamed: one at a time
     Renaming *p = r.get();
     Syncer *syncer = syncer_.get();
     try {
@@ -242,9 +244,12 @@ uint64_t SmallFileBatch::rename_files(Renaming &r, Syncer &syncer)
 void SmallFileBatch::reap_renamed(bool wait)
 {
     while (!renaming_.empty()) {
-        Renaming &r = *renaming_.front();
-        if (!wait && r.names.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        if (!wait && renaming_.front()->names.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
             return;
+        // Off the queue before its result is taken: whatever throws, no spent future is left for the next reap.
+        const std::unique_ptr<Renaming> done = std::move(renaming_.front());
+        renaming_.pop_front();
+        Renaming &r = *done;
         const uint64_t ticket = r.names.get();
         Group named;
         for (std::size_t i = 0; i < r.group.files.size(); ++i) {
@@ -257,7 +262,6 @@ void SmallFileBatch::reap_renamed(bool wait)
             f.target = f.part.dir_path() + "/" + r.out[i].final_name;
             named.files.push_back(std::move(f));
         }
-        renaming_.pop_front();
         if (!named.files.empty()) {
             named.ticket = ticket;
             naming_.push_back(std::move(named));
