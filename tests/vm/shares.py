@@ -171,10 +171,39 @@ class LinkTimeline(g.Sampler):
     with nothing else in flight)."""
 
     SLOT = 0.02
+    # TCP's own account of the run, beside the timeline: the client's retransmissions and retransmission timeouts
+    # (a stretch of idle slots after a loss), and the server's zero windows (its reader fell behind).
+    CLIENT_TCP = ("TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes")
+    SERVER_TCP = ("TcpExtTCPToZeroWindowAdv",)
 
     def __init__(self):
         super().__init__()
         self.samples = []
+        self.tcp_before = {}
+
+    @staticmethod
+    def tcp_counters():
+        """The TCP counters named above, client's and server's, as nstat reads them (absolute, zeros too)."""
+        counters = {}
+        for where, names, read in (("client", LinkTimeline.CLIENT_TCP, sh), ("server", LinkTimeline.SERVER_TCP, in_ns)):
+            try:
+                out = read("nstat -asz", check=False)
+            except (OSError, subprocess.SubprocessError):
+                continue
+            for line in out.splitlines():
+                fields = line.split()
+                if len(fields) >= 2 and fields[0] in names and fields[1].isdigit():
+                    counters[f"{where} {fields[0]}"] = int(fields[1])
+        return counters
+
+    def __enter__(self):
+        self.tcp_before = self.tcp_counters()
+        return super().__enter__()
+
+    def tcp_summary(self):
+        after = self.tcp_counters()
+        moved = [f"{k} +{after[k] - v}" for k, v in self.tcp_before.items() if k in after and after[k] != v]
+        return "TCP: " + (", ".join(moved) if moved else "no retransmissions, timeouts or zero windows")
 
     @staticmethod
     def sent():
@@ -208,7 +237,7 @@ class LinkTimeline(g.Sampler):
         where = ", ".join(f"{a - t0:.1f}+{b - a:.2f}" for a, b in sorted(longest))
         return (f"startup {first - t0:.2f} s, sending {last - first:.2f} s ({idle:.2f} s of it idle in "
                 f"{len(stretches)} stretches; the longest at {where}), tail {t_end - last:.2f} s, "
-                f"{total / MiB:.1f} MiB on the wire")
+                f"{total / MiB:.1f} MiB on the wire; {self.tcp_summary()}")
 
 
 def clear(name):
