@@ -5,8 +5,8 @@ exported folders are on tmpfs, so the server's writes are no dirty pages: /proc/
 the client's alone, and the server's copy of a file is read straight from that tmpfs ("what the server has").
 
 tests/vm/guest.py runs these scenarios after the stick's (share-big-FS and share-small-FS with FS one of cifs,
-nfs4, sshfs; share-stall-cifs, share-stall-nfs4, share-drop-nfs4, share-hard-nfs4), and share-trace-FS only when
-named. The servers start once, on the
+nfs4, sshfs; share-stall-cifs, share-stall-nfs4, share-drop-nfs4, share-hard-nfs4), and share-trace-FS,
+share-kio-FS and share-drop-plain-nfs4 only when named. The servers start once, on the
 first scenario that needs them.
 """
 import json
@@ -538,6 +538,44 @@ def scenario_drop():
         sh(f"umount -f {DROP_MOUNT} || umount -l {DROP_MOUNT}", check=False)
 
 
+def scenario_drop_plain():
+    """What the same cut costs the plain tools on the same soft mount: dd oflag=direct (each write waits for the
+    server) and cp + sync, the link cut once the server holds 64 MiB of their file, timed to their exit. The kernel's
+    own give-up time, beside sanecp's in share-drop-nfs4. Only when named (share-drop-plain-nfs4): it prints the
+    times and checks only that each tool stopped, with an error, before DROP_LIMIT + 60 s."""
+    src = g.big_source()
+    share("nfs4")
+    os.makedirs(DROP_MOUNT, exist_ok=True)
+    sh(f"timeout 30 mount -t nfs4 -o {DROP_OPTIONS} {SERVER_IP}:/ {DROP_MOUNT}")
+    tools = {"dd oflag=direct": ["dd", f"if={src}", f"of={DROP_MOUNT}/dd.bin", "bs=4M", "oflag=direct", "status=none"],
+             "cp + sync": ["sh", "-c", f"cp {src} {DROP_MOUNT}/cp.bin && sync -f {DROP_MOUNT}/cp.bin"]}
+    try:
+        for tool, cmd in tools.items():
+            clear("nfs4")
+            g.drop_caches()
+            target = f"{server_folder('nfs4')}/{'dd.bin' if tool.startswith('dd') else 'cp.bin'}"
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+            killer = threading.Timer(DROP_LIMIT + 60, p.kill)
+            killer.start()
+            cut = None
+            while p.poll() is None:
+                if cut is None and os.path.exists(target) and os.path.getsize(target) >= 64 * MiB:
+                    link(f"{LINK} loss 100%")
+                    cut = time.monotonic()
+                time.sleep(0.05)
+            gave_up = time.monotonic() - (cut or time.monotonic())
+            killer.cancel()
+            link(LINK)
+            said = p.stderr.read().strip()
+            g.diag(f"nfs4: drop: {tool}: cut at 64 MiB on the server; exited {p.returncode} {gave_up:.1f} s later: "
+                   f"{said[-200:]}")
+            g.tap(cut is not None and p.returncode != 0, f"nfs4: drop: {tool} stops with an error",
+                  f"exit {p.returncode}, {gave_up:.1f} s after the cut")
+    finally:
+        link(LINK)
+        sh(f"umount -f {DROP_MOUNT} || umount -l {DROP_MOUNT}", check=False)
+
+
 # The window's copy onto a hard NFS mount (NFS's default: the kernel retries for ever), as the desktop's user.
 HARD_MOUNT = "/mnt/nfs4-hard"
 ANSWER_LIMIT = 1.0  # seconds the window may take to answer while the share does not: more is a frozen window
@@ -665,4 +703,5 @@ def steps():
     out += [(f"share-stall-{n}", lambda n=n: scenario_stall(n)) for n in ("cifs", "nfs4")]
     out += [("share-drop-nfs4", scenario_drop), ("share-hard-nfs4", scenario_hard)]
     return out, [(f"share-{what}-{n}", lambda n=n, f=f: f(n)) for what, f in (("trace", scenario_trace),
-                                                                              ("kio", scenario_kio)) for n in SHARES]
+                                                                              ("kio", scenario_kio)) for n in SHARES] + [
+        ("share-drop-plain-nfs4", scenario_drop_plain)]
