@@ -702,6 +702,6 @@ def steps():
     out += [(f"share-small-{n}", lambda n=n: scenario_small(n)) for n in SHARES]
     out += [(f"share-stall-{n}", lambda n=n: scenario_stall(n)) for n in ("cifs", "nfs4")]
     out += [("share-drop-nfs4", scenario_drop), ("share-hard-nfs4", scenario_hard)]
-    return out, [(f"share-{what}-{n}", lambda n=n, f=f: f(n)) for what, f in (("trace", scenario_trace),
-                                                                              ("kio", scenario_kio)) for n in SHARES] + [
-        ("share-drop-plain-nfs4", scenario_drop_plain)]
+    named = [(f"share-{what}-{n}", lambda n=n, f=f: f(n)) for what, f in (("trace", scenario_trace),
+                                                                           ("kio", scenario_kio)) for n in SHARES]
+    return out, named + [("share-drop-plain-nfs4", scenario_drop_plain)]
