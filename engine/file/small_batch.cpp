@@ -218,14 +218,16 @@ void SmallFileBatch::settle_synced(Group group, const Status &synced)
     renaming_.push_back(std::move(r));
 }
 
-// Neither a read-back nor a search for a free name, which run on the job's thread; no closer, which takes the
-// descriptors once the names are durable.
-bool SmallFileBatch::renames_elsewhere(const Group &group) const
+// Whether |group| needs the job's thread to be published: a read-back (verify) or a search for a free name
+// ("keep both"), one file at a time.
+bool SmallFileBatch::needs_job_thread(const Group &group) const
 {
-    return !hooks_.verify && !closer_ && std::none_of(group.files.begin(), group.files.end(), [](const BatchedFile &f) {
-        return f.policy == ConflictPolicy::Rename;
-    });
+    return hooks_.verify || std::any_of(group.files.begin(), group.files.end(),
+                                        [](const BatchedFile &f) { return f.policy == ConflictPolicy::Rename; });
 }
+
+// No closer either, which takes the descriptors once the names are durable.
+bool SmallFileBatch::renames_elsewhere(const Group &group) const { return !closer_ && !needs_job_thread(group); }
 
 // On the renaming thread: settle_data's part for files whose durable hooks have run. Returns the ticket of the
 // syncfs that makes the renames durable, asked for once they are all made.
@@ -424,9 +426,7 @@ void for_each_index(std::size_t count, unsigned threads, const std::function<voi
 std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
 {
     std::vector<Settled> out(group.files.size());
-    const bool together = !hooks_.verify && std::none_of(group.files.begin(), group.files.end(), [](const auto &f) {
-        return f.policy == ConflictPolicy::Rename;
-    });
+    const bool together = !needs_job_thread(group);
     for_each_index(group.files.size(), together ? limits_.settle_threads : 1, [&](std::size_t i) {
         BatchedFile &f = group.files[i];
         if (f.to_write) {
@@ -482,9 +482,7 @@ void SmallFileBatch::settle_each(Group &group)
 // read-back and no search for a free name, which need the job's thread.
 bool SmallFileBatch::settles_in_background(const Group &group) const
 {
-    return settles_side_by_side() && !hooks_.verify &&
-           std::none_of(group.files.begin(), group.files.end(),
-                        [](const BatchedFile &f) { return f.policy == ConflictPolicy::Rename; });
+    return settles_side_by_side() && !needs_job_thread(group);
 }
 
 // settle_each with its round trips on a thread of its own: the group's syncs, closes and renames go on while the

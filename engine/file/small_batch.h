@@ -165,6 +165,7 @@ private:
     };
     std::vector<Settled> settle_files(Group &group);
     void settle_synced(Group group, const Status &synced);
+    bool needs_job_thread(const Group &group) const;
     bool renames_elsewhere(const Group &group) const;
     struct Renaming;
     static uint64_t rename_files(Renaming &r, Syncer &syncer);
