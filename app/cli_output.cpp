@@ -139,6 +139,7 @@ std::string json_progress(const ProgressSnapshot &s)
     out += ",\"elapsed_seconds\":" + std::to_string(s.elapsed_seconds);
     out += ",\"stalled_seconds\":" + number(std::floor(s.stalled_seconds));
     out += std::string(",\"share\":") + json_bool(s.share);
+    out += std::string(",\"counting\":") + json_bool(s.counting);
     return out + "}";
 }
 
@@ -255,15 +256,22 @@ std::string stall_text(const ProgressSnapshot &s)
 
 std::string progress_line(const ProgressSnapshot &s, int width)
 {
+    // While the plan still counts (JobSpec::count_while_copying) the totals are what it has found so far: the bar
+    // stays empty and no percentage or time left is guessed.
     const double total = double(std::max<uint64_t>(s.total_bytes, 1));
-    const double durable = std::min(1.0, double(s.durable_bytes) / total);
-    const double written = std::min(1.0, double(s.written_bytes) / total);
+    const double durable = s.counting ? 0.0 : std::min(1.0, double(s.durable_bytes) / total);
+    const double written = s.counting ? 0.0 : std::min(1.0, double(s.written_bytes) / total);
     char percent[8];
     std::snprintf(percent, sizeof percent, "%3d%%", int(std::floor(durable * 100)));
-    const std::string tail = std::string(" ") + percent + " " +
-                             i18nc("the progress line: %1 the rate, %2 the time left, %3 files done, %4 files in all",
-                                   "%1/s ETA %2 %3/%4 files", human_bytes(s.device_bytes_per_sec),
-                                   human_duration(s.eta_seconds), s.files_done, s.files_total);
+    const std::string tail =
+        s.counting ? " " + i18nc("the progress line while the files are still counted: %1 the rate, %2 files done, "
+                                 "%3 files counted so far",
+                                 "counting: %1/s %2/%3+ files", human_bytes(s.device_bytes_per_sec), s.files_done,
+                                 s.files_total)
+                   : std::string(" ") + percent + " " +
+                         i18nc("the progress line: %1 the rate, %2 the time left, %3 files done, %4 files in all",
+                               "%1/s ETA %2 %3/%4 files", human_bytes(s.device_bytes_per_sec),
+                               human_duration(s.eta_seconds), s.files_done, s.files_total);
     std::string state = s.state == JobState::Paused ? " " + i18n("(paused)") : "";
     if (s.stalled_seconds > 0)
         state = stall_text(s);

@@ -380,6 +380,9 @@ JobSpec spec_from(Options &o)
     spec.rename_invalid = o.rename_invalid;
     spec.resume = o.resume;
     spec.fit_to_space = o.fit;
+    // A million files take seconds to walk: the copy starts meanwhile, and nothing is published before the plan
+    // has found room for all of it.
+    spec.count_while_copying = true;
     spec.conflict = o.overwrite         ? ConflictPolicy::Overwrite
                     : o.skip_existing   ? ConflictPolicy::Skip
                     : o.rename_existing ? ConflictPolicy::Rename

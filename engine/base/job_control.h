@@ -77,6 +77,9 @@ struct ProgressCounters {
     std::atomic<int64_t> own_dirty_bytes {-1}; // this copy's dirty + writeback pages (cachestat); -1: unknown
     std::atomic<JobState> state {JobState::Queued};
     std::atomic<bool> share {false}; // the destination is a network share (is_network_share)
+    // The plan is still counting beside the copy (JobSpec::count_while_copying): the totals are what it has
+    // counted so far, so a percentage or a time left would be a guess.
+    std::atomic<bool> counting {false};
 
     void set_current_file(std::string path)
     {

@@ -322,6 +322,10 @@ Status publish_synced(PartFile &part, const PublishSteps &steps, std::string *fi
         if (Status s = steps.verify(part); !s)
             return s;
     }
+    if (steps.before_commit) {
+        if (Status s = steps.before_commit(); !s)
+            return s;
+    }
     return part.commit(steps.policy, final_name);
 }
 

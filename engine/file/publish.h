@@ -127,6 +127,9 @@ struct PublishSteps {
     std::function<Status(const PartFile &)> verify;
     // The data is durable already (a share's windows each synced to the server): no sync of the file's own.
     bool data_durable = false;
+    // Called after verify, before the file takes its name: a job whose plan is still counting waits there
+    // (JobSpec::count_while_copying). A failure leaves the part file, for the caller to remove.
+    std::function<Status()> before_commit {};
 };
 
 // Steps 3 to 6 for a file made durable on its own: sync_data → on_durable → verify → commit → the folder's

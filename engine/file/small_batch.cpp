@@ -19,6 +19,19 @@
 
 namespace sanecopy {
 
+namespace {
+// A durable file takes its name once |before_publish| lets it (Hooks::before_publish); else it fails so.
+Status commit_when_let(PartFile &part, ConflictPolicy policy, std::string *final_name,
+                       const std::function<Status()> &before_publish)
+{
+    if (before_publish) {
+        if (Status s = before_publish(); !s)
+            return s;
+    }
+    return part.commit(policy, final_name);
+}
+} // namespace
+
 // syncfs on a helper thread. Requests that arrive while one runs are served together by the next, so a burst
 // of tickets costs one more syncfs, not one each.
 class Syncer {
@@ -138,6 +151,7 @@ PublishSteps SmallFileBatch::steps_for(const BatchedFile &f) const
     steps.policy = f.policy;
     if (hooks_.verify)
         steps.verify = [this, &f](const PartFile &) { return hooks_.verify(f); };
+    steps.before_commit = hooks_.before_publish;
     return steps;
 }
 
@@ -210,10 +224,11 @@ void SmallFileBatch::settle_synced(Group group, const Status &synced)
     r->group = std::move(group);
     Renaming *p = r.get();
     Syncer *syncer = syncer_.get();
+    auto rename = [p, syncer, let = hooks_.before_publish] { return rename_files(*p, *syncer, let); };
     try {
-        r->names = std::async(std::launch::async, [p, syncer] { return rename_files(*p, *syncer); });
+        r->names = std::async(std::launch::async, rename);
     } catch (const std::system_error &) { // no thread to be had: renamed when reaped, here
-        r->names = std::async(std::launch::deferred, [p, syncer] { return rename_files(*p, *syncer); });
+        r->names = std::async(std::launch::deferred, rename);
     }
     renaming_.push_back(std::move(r));
 }
@@ -231,13 +246,13 @@ bool SmallFileBatch::renames_elsewhere(const Group &group) const { return !close
 
 // On the renaming thread: settle_data's part for files whose durable hooks have run. Returns the ticket of the
 // syncfs that makes the renames durable, asked for once they are all made.
-uint64_t SmallFileBatch::rename_files(Renaming &r, Syncer &syncer)
+uint64_t SmallFileBatch::rename_files(Renaming &r, Syncer &syncer, const std::function<Status()> &before_publish)
 {
     for (std::size_t i = 0; i < r.group.files.size(); ++i) {
         PartFile &part = r.group.files[i].part;
         drop_written_pages(part.fd());
         part.close_fd().ignore(); // synced already; the name is what is left to publish
-        r.out[i].published = part.commit(r.group.files[i].policy, &r.out[i].final_name);
+        r.out[i].published = commit_when_let(part, r.group.files[i].policy, &r.out[i].final_name, before_publish);
     }
     return syncer.request();
 }
@@ -444,7 +459,7 @@ std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
         drop_written_pages(f.part.fd());
         f.part.close_fd().ignore();
         if (!hooks_.verify)
-            out[i].published = f.part.commit(f.policy, &out[i].final_name);
+            out[i].published = commit_when_let(f.part, f.policy, &out[i].final_name, hooks_.before_publish);
     });
     return out;
 }

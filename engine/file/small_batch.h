@@ -112,6 +112,9 @@ public:
         std::function<Status(const BatchedFile &)> verify; // empty: no verify
         std::function<void(BatchedFile &, Status)> failed; // it was not published (its part file goes)
         std::function<void(BatchedFile &)> published;      // its name is on the device too
+        // Asked before each file takes its name, on whichever thread renames it; a failure fails the file
+        // (PublishSteps::before_commit). Empty: nothing to wait for.
+        std::function<Status()> before_publish;
     };
 
     // |case_insensitive|: the filesystem matches names whatever their case (FAT, exFAT, NTFS). |closer|: where
@@ -168,7 +171,7 @@ private:
     bool needs_job_thread(const Group &group) const;
     bool renames_elsewhere(const Group &group) const;
     struct Renaming;
-    static uint64_t rename_files(Renaming &r, Syncer &syncer);
+    static uint64_t rename_files(Renaming &r, Syncer &syncer, const std::function<Status()> &before_publish);
     void reap_renamed(bool wait);
     static Status write_now(BatchedFile &f, DataToWrite w);
     bool settles_in_background(const Group &group) const;

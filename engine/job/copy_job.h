@@ -74,6 +74,16 @@ struct JobSpec {
     bool fit_to_space = false;
     // Names the target filesystem refuses (FAT/exFAT) are copied under a safe name instead of being left out.
     bool rename_invalid = false;
+    // The plan's walk (its count, its sizes, the free space) runs beside the copy instead of before it, so the
+    // first bytes reach the device while a big tree is still being counted: a million files take seconds to
+    // walk. Meanwhile the totals grow (ProgressCounters::counting) and nothing is published: no file or link
+    // takes its name and no folder is finished until the plan has found room for all of it. When it finds too
+    // little, what the copy wrote is taken away again (its part files, the empty folders it made), as if it
+    // had been refused before the first byte. What each entry meets on the device (a name it refuses, a size
+    // it can't store) is decided as the copy reaches it, as always. Not with |move| or |fit_to_space|, whose
+    // decisions need the whole plan first; a front end that shows the plan before the copy starts has no use
+    // for it.
+    bool count_while_copying = false;
     // When set, an existing target asks here instead of applying |conflict|.
     std::function<ConflictAnswer(const ConflictQuestion &)> ask_conflict;
     // When set, a file that fails asks here instead of being reported and passed over.

@@ -4,18 +4,15 @@
 
 namespace sanecopy::job_detail {
 
-// What the plan's walk could not read was reported then: this one reports only what is new. A folder that can't
-// be opened is still an entry marked unreadable, and is reported as left out when the run meets it.
+// A folder that can't be opened is still an entry marked unreadable, and is reported as left out when the run
+// meets it.
 ItemEntries::ItemEntries(const ItemPlan &plan, const JobSpec &spec, const DeviceInfo &device,
                          std::function<void(Status)> report)
     : plan_(plan),
       spec_(spec),
       device_(device),
       report_(std::move(report)),
-      tree_(plan.item.source_dir, plan.item.source_name, plan.item.source, [this](Status s) {
-          if (plan_.unreadable.count(s.path()) == 0)
-              report_(std::move(s));
-      })
+      tree_(plan.item.source_dir, plan.item.source_name, plan.item.source, [this](Status s) { report_(std::move(s)); })
 {}
 
 bool ItemEntries::advance()

@@ -258,6 +258,8 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
     };
     if (spec_.verify)
         steps.verify = [&](const PartFile &p) { return verify_part(p, in, copied.copied); };
+    if (counting_.valid())
+        steps.before_commit = [this] { return wait_for_plan(); };
     std::string final_name;
     if (Status ps = publish(part, steps, &final_name); !ps)
         return part.committed() ? ps : part_failed(part, std::move(ps)); // a failed folder sync comes after the rename

@@ -53,8 +53,10 @@ ProgressSnapshot Job::snapshot() const
     s.current_file = counters_.current_file();
     s.device_bytes_per_sec = counters_.device_rate.load();
     s.own_dirty_bytes = counters_.own_dirty_bytes.load();
-    s.eta_seconds =
-        eta_seconds(s.total_bytes > s.durable_bytes ? s.total_bytes - s.durable_bytes : 0, s.device_bytes_per_sec);
+    s.counting = counters_.counting.load();
+    s.eta_seconds = s.counting ? -1
+                               : eta_seconds(s.total_bytes > s.durable_bytes ? s.total_bytes - s.durable_bytes : 0,
+                                             s.device_bytes_per_sec);
     const double started = started_.load();
     const double now = monotonic_seconds();
     s.elapsed_seconds = started > 0 ? now - started : 0;

@@ -43,6 +43,8 @@ struct ProgressSnapshot {
     // it is stalled the rate is 0 and the ETA unknown, not what they were before.
     double stalled_seconds = 0;
     bool share = false; // the destination is a network share: "not responding" is about the share, not a device
+    // The totals are still being counted (ProgressCounters::counting): no percentage, and the ETA is unknown.
+    bool counting = false;
 };
 
 // Called from the engine's threads: from the ticker for progress, from the job's lane for events.

@@ -22,9 +22,11 @@
 #include "units.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,8 +56,20 @@ std::string join_notes(const std::string &a, const std::string &b);
 std::string target_rel(const std::string &rel, const JobSpec &spec, const FsLimits &limits);
 std::string fold_case(std::string name, bool fold);
 std::function<Status()> make_checkpoint(PartFile &part, DataSync how, WritebackMode writeback);
-// plan_job, with the receiving folder opened beside the probe for the run to write into (JobPlan::target_root).
-JobPlan plan_for_run(const JobSpec &spec);
+// plan_job's first half, with the receiving folder opened beside the probe for the run to write into
+// (JobPlan::target_root): the destination resolved, its device probed, the items found; nothing walked yet.
+JobPlan resolve_for_run(const JobSpec &spec);
+// What the run asks of a plan's walk.
+struct PlanWatch {
+    // Whether a path the walk can't read is the plan's to report: the run's own walk may have met it first.
+    std::function<bool(const std::string &path)> first_report;
+    // The files and bytes counted so far, every few thousand entries (JobSpec::count_while_copying).
+    std::function<void(uint64_t files, uint64_t bytes)> counted;
+    // The job stops: the walk ends where it is.
+    std::function<bool()> stop;
+};
+// plan_job's second half: every item's tree walked and counted into |plan|.
+void count_plan(JobPlan &plan, const JobSpec &spec, const PlanWatch &watch);
 // What an entry will meet on the destination's filesystem: a name it refuses, a size it can't store. The plan
 // and the run both ask, so they agree without the plan keeping its entries.
 void check_against_device(const CopyItem &item, PlanEntry &e, const JobSpec &spec, const DeviceInfo &device);
@@ -101,6 +115,61 @@ struct FinishedDir {
     std::string rel; // below the destination root of its item
     mode_t mode;
     struct timespec mtime;
+    bool made = false; // by this job (not an existing folder a resumed run finishes)
+};
+
+// Paths reported once, by whichever of two walks meets them first: the plan's (beside the run, with
+// JobSpec::count_while_copying) and the run's. A folder that can't be read is one error, not two.
+class ReportedOnce {
+public:
+    bool first(const std::string &path)
+    {
+        std::lock_guard lock(mutex_);
+        return seen_.insert(path).second;
+    }
+
+private:
+    std::mutex mutex_;
+    std::set<std::string> seen_;
+};
+
+// What a plan counted beside the run (JobSpec::count_while_copying) lets through: nothing takes its name on the
+// device before the plan has ended and found room for everything. Opened by the plan's thread; waited for by
+// whatever publishes (the job's thread, a group's renaming thread), so the job's thread need not be free to
+// let them go on.
+class PlanGate {
+public:
+    // The plan has ended; |room|: there is room for everything it counted.
+    void open(bool room)
+    {
+        {
+            std::lock_guard lock(mutex_);
+            refused_.store(!room);
+            ended_.store(true);
+        }
+        opened_.notify_all();
+    }
+    bool ended() const { return ended_.load(); }
+    bool refused() const { return refused_.load(); }
+    // Waits for the plan to end: fine when names may be taken; ECANCELED when it found too little room, or the
+    // job stops meanwhile (|stopping|, asked every tenth of a second).
+    Status wait(const std::function<bool()> &stopping) const
+    {
+        if (!ended_.load()) {
+            std::unique_lock lock(mutex_);
+            while (!ended_.load() && !stopping())
+                opened_.wait_for(lock, std::chrono::milliseconds(100));
+        }
+        if (ended_.load() && !refused_.load())
+            return {};
+        return Status::from_errno(ECANCELED, "publish", "");
+    }
+
+private:
+    mutable std::mutex mutex_;
+    mutable std::condition_variable opened_;
+    std::atomic<bool> ended_ {false};
+    std::atomic<bool> refused_ {false};
 };
 
 // One item's entries as the run meets them: walked again (TreeWalk), decided as the plan decided them, and read
@@ -111,7 +180,7 @@ public:
         std::size_t seq = 0; // in the walk
         PlanEntry entry;
     };
-    // |report|: what the walk can't read that the plan could (a source removed since).
+    // |report|: what the walk can't read.
     ItemEntries(const ItemPlan &plan, const JobSpec &spec, const DeviceInfo &device,
                 std::function<void(Status)> report);
 
@@ -272,17 +341,32 @@ private:
                      std::optional<Sha256Digest> digest = {});
     void take_back(const AttemptBytes &bytes);
     void count_unmoved(uint64_t bytes);
-    bool stopping() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
+    bool stopping() const
+    {
+        return aborted_ || stopped_by_answer_ || control_.cancel_requested() || plan_gate_.refused();
+    }
     // The note of a file an interrupted copy left complete: "already on the device" (or "on the share").
     std::string already_there_note() const;
     // What of the source at |path| was cached before this job (or its group: JobSpec::source_share) read it.
     SourceResidency residency_of(const std::string &path, int fd, uint64_t size) const;
 
     // The job.
+    // The plan, counted first, or resolved only while its walk goes on beside the run (JobSpec::count_while_copying).
+    JobPlan begin_plan();
     void start(JobPlan &plan);
+    // A plan counted beside the run, once it has ended (|wait|: waited for): what it found is reported.
+    void end_plan(bool wait);
+    // Before a name is taken: waits for a plan counted beside the run (PlanGate::wait).
+    Status wait_for_plan() const
+    {
+        return plan_gate_.wait([this] { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); });
+    }
     void finish();
-    // Not cancelled, not stopped by an answer, the device still there: what is held is published.
-    bool ends_whole() const { return !control_.cancel_requested() && !stopped_by_answer_ && !device_removed_; }
+    // Not cancelled, not stopped by an answer or by the plan, the device still there: what is held is published.
+    bool ends_whole() const
+    {
+        return !control_.cancel_requested() && !stopped_by_answer_ && !device_removed_ && !plan_gate_.refused();
+    }
     void sync_job();
     void run_item(const ItemPlan &plan);
     bool open_roots(const CopyItem &item, SharedDirFd &src_root, SharedDirFd &dst_root);
@@ -294,7 +378,11 @@ private:
     void copy_entry(ItemWalk &walk, const PlanEntry &entry);
     void copy_directory(ItemWalk &walk, const PlanEntry &entry, const FileTask &where, const std::string &dst_rel);
     void copy_symlink(const FileTask &where);
+    std::optional<std::string> link_there(const FileTask &where, const std::string &target,
+                                          const ExistingTarget &existing, const struct stat &st);
     void finish_dirs(ItemWalk &walk);
+    // The plan found too little room: what the item's walk wrote goes (its part files, the folders it made).
+    void take_back_item(ItemWalk &walk);
 
     // Safe Move.
     bool move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root);
@@ -376,6 +464,11 @@ private:
     TargetFolder &target_folder(const std::string &rel);
     std::map<std::string, TargetFolder> target_folders_;
     std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
+    ReportedOnce unreadable_;                                  // by the plan's walk or the run's
+    PlanGate plan_gate_;
+    std::size_t resolved_errors_ = 0; // of the plan's errors, those start() reported (resolving the destination)
+    // The plan counted beside the run (JobSpec::count_while_copying); last, so its thread ends before what it uses.
+    std::future<JobPlan> counting_;
 };
 
 } // namespace sanecopy::job_detail

@@ -324,7 +324,8 @@ void count_space(JobPlan &plan, const JobSpec &spec, const SpaceCounts &space)
     }
 }
 
-JobPlan make_plan(const JobSpec &spec, bool open_folder)
+// The first half of a plan: the destination resolved and its device probed, the items found; nothing walked.
+JobPlan resolve_plan(const JobSpec &spec, bool open_folder)
 {
     JobPlan plan;
     DestinationProbe probe(open_folder);
@@ -338,31 +339,45 @@ JobPlan make_plan(const JobSpec &spec, bool open_folder)
     if (res.items.empty())
         return plan;
     probe.into(plan);
-    SpaceCounts space(spec, plan.device);
-    for (CopyItem &copy : res.items) {
-        ItemPlan &item = plan.items.emplace_back();
-        item.item = std::move(copy);
-        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [&](Status s) {
-            item.unreadable.insert(s.path());
-            plan.errors.push_back(std::move(s));
-        });
-        TreeWarmer warmer(join(item.item.source_dir, item.item.source_name));
-        AbsentTarget absent;
-        for (PlanEntry e; walk.next(e);) {
-            item.found = true;
-            warmer.met_entry();
-            plan_entry(plan, item, e, spec, space, absent);
-        }
-    }
-    count_space(plan, spec, space);
+    for (CopyItem &copy : res.items)
+        plan.items.emplace_back().item = std::move(copy);
     return plan;
 }
 
 } // namespace
 
-JobPlan plan_job(const JobSpec &spec) { return make_plan(spec, false); }
+// The second half: every item's tree walked once, entry by entry, and the space counted.
+void job_detail::count_plan(JobPlan &plan, const JobSpec &spec, const PlanWatch &watch)
+{
+    constexpr uint64_t kCountedEvery = 4096; // entries between two updates of the totals so far
+    SpaceCounts space(spec, plan.device);
+    uint64_t entries = 0;
+    for (ItemPlan &item : plan.items) {
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [&](Status s) {
+            if (!watch.first_report || watch.first_report(s.path()))
+                plan.errors.push_back(std::move(s));
+        });
+        TreeWarmer warmer(join(item.item.source_dir, item.item.source_name));
+        AbsentTarget absent;
+        for (PlanEntry e; !(watch.stop && watch.stop()) && walk.next(e);) {
+            item.found = true;
+            warmer.met_entry();
+            plan_entry(plan, item, e, spec, space, absent);
+            if (++entries % kCountedEvery == 0 && watch.counted)
+                watch.counted(space.job.files, space.job.bytes);
+        }
+    }
+    count_space(plan, spec, space);
+}
 
-JobPlan job_detail::plan_for_run(const JobSpec &spec) { return make_plan(spec, true); }
+JobPlan plan_job(const JobSpec &spec)
+{
+    JobPlan plan = resolve_plan(spec, false);
+    count_plan(plan, spec, {});
+    return plan;
+}
+
+JobPlan job_detail::resolve_for_run(const JobSpec &spec) { return resolve_plan(spec, true); }
 
 std::vector<std::string> JobPlan::problems() const
 {

@@ -40,6 +40,8 @@ SmallFileBatch::Hooks JobRunner::batch_hooks()
             remove_source(f.source_dir, f.source_name, f.source);
         report_done(f.source, f.target, f.bytes, f.note, f.digest);
     };
+    if (counting_.valid())
+        hooks.before_publish = [this] { return wait_for_plan(); };
     return hooks;
 }
 
@@ -47,13 +49,14 @@ JobSummary JobRunner::run()
 {
     const double started = monotonic_seconds();
     counters_.state.store(JobState::Running);
-    JobPlan plan = plan_for_run(spec_);
+    JobPlan plan = begin_plan();
     start(plan);
     for (const ItemPlan &item : plan.items) {
         if (stopping())
             break;
         run_item(item);
     }
+    end_plan(true);
     finish();
     summary_.seconds = monotonic_seconds() - started;
     counters_.state.store(summary_.cancelled ? JobState::Cancelled : summary_.ok() ? JobState::Done : JobState::Failed);
@@ -63,6 +66,67 @@ JobSummary JobRunner::run()
     done.bytes = summary_.bytes;
     emit(done);
     return summary_;
+}
+
+// With JobSpec::count_while_copying a tree's walk takes a thread of its own and the run begins with the plan's
+// first half (resolved and probed): a million files are seconds of walking, which came before the first byte.
+// The run walks each item whether or not the plan finds it readable; what can't be read is reported once, by
+// whichever walk meets it first.
+JobPlan JobRunner::begin_plan()
+{
+    PlanWatch watch;
+    watch.first_report = [this](const std::string &path) { return unreadable_.first(path); };
+    JobPlan plan = resolve_for_run(spec_);
+    const bool beside =
+        spec_.count_while_copying && !spec_.move && !spec_.fit_to_space &&
+        std::any_of(plan.items.begin(), plan.items.end(), [](const ItemPlan &i) { return i.item.source_is_dir; });
+    if (beside) {
+        watch.counted = [this](uint64_t files, uint64_t bytes) {
+            counters_.files_total.store(files);
+            counters_.total_bytes.store(bytes);
+        };
+        watch.stop = [this] { return control_.cancel_requested(); };
+        resolved_errors_ = plan.errors.size();
+        counters_.counting.store(true);
+        try {
+            counting_ = std::async(std::launch::async, [this, watch, counted = plan]() mutable {
+                // Opened however the walk ends: a publish waiting for it must not wait for ever.
+                struct Opens {
+                    PlanGate &gate;
+                    bool room = false;
+                    ~Opens() { gate.open(room); }
+                } opens {plan_gate_};
+                count_plan(counted, spec_, watch);
+                counters_.files_total.store(counted.files);
+                counters_.total_bytes.store(counted.total_bytes);
+                counters_.counting.store(false);
+                // A walk the job's cancel cut short found room for part of it only: nothing is let through.
+                opens.room = counted.space.ok() && !control_.cancel_requested();
+                return counted;
+            });
+            for (ItemPlan &item : plan.items)
+                item.found = true;
+            return plan;
+        } catch (const std::system_error &) { // no thread to be had: counted first, as without the option
+            counters_.counting.store(false);
+        }
+    }
+    count_plan(plan, spec_, watch);
+    plan_gate_.open(true); // start() refuses a plan without room before anything is written
+    return plan;
+}
+
+void JobRunner::end_plan(bool wait)
+{
+    if (!counting_.valid() || (!wait && !plan_gate_.ended()))
+        return;
+    JobPlan counted = counting_.get();
+    for (std::size_t i = resolved_errors_; i < counted.errors.size(); ++i) {
+        const std::string path = counted.errors[i].path();
+        report_error(std::move(counted.errors[i]), path);
+    }
+    if (!counted.space.ok())
+        report_error(counted.space, spec_.destination);
 }
 
 void JobRunner::start(JobPlan &plan)
@@ -93,8 +157,10 @@ void JobRunner::start(JobPlan &plan)
     // The plan is done: from here a destination that takes nothing (a share that is down from the start) is a
     // stall, though no byte has moved yet.
     control_.beat();
-    counters_.total_bytes.store(plan.total_bytes);
-    counters_.files_total.store(plan.files);
+    if (!counting_.valid()) {
+        counters_.total_bytes.store(plan.total_bytes);
+        counters_.files_total.store(plan.files);
+    }
     if (!plan.space.ok()) {
         report_error(plan.space, spec_.destination);
         plan.items.clear();
@@ -173,7 +239,8 @@ void JobRunner::run_item(const ItemPlan &plan)
                    ItemEntries(plan, spec_, device_,
                                [this](Status s) {
                                    const std::string path = s.path();
-                                   report_error(std::move(s), path);
+                                   if (unreadable_.first(path))
+                                       report_error(std::move(s), path);
                                }),
                    DirCache(src_root, item.source_dir, Side::Source),
                    DirCache(dst_root, item.target_dir, Side::Destination),
@@ -221,6 +288,7 @@ void JobRunner::walk_item(ItemWalk &walk)
 {
     while (walk.entries.advance()) {
         wait_if_paused();
+        end_plan(false);
         if (stopping())
             break;
         // Small files go into the batch only where it syncs (syncs()): only those are read ahead.
@@ -241,9 +309,14 @@ void JobRunner::walk_item(ItemWalk &walk)
         }
         copy_entry(walk, entry);
     }
-    if (stopping())
-        return;
-    batch_->flush();
+    if (!stopping())
+        batch_->flush();
+    // A plan counted beside the run ends before the item does (PlanGate): nothing of it is finished, and nothing
+    // stays, unless the plan found room for all of it. Also when a failure ends the job: a copy refused for want
+    // of room leaves nothing behind. A cancel ends the plan's walk too.
+    plan_gate_.wait([this] { return control_.cancel_requested(); }).ignore();
+    if (plan_gate_.refused())
+        return take_back_item(walk);
     if (stopping())
         return;
     finish_dirs(walk);
@@ -307,7 +380,7 @@ void JobRunner::copy_directory(ItemWalk &walk, const PlanEntry &entry, const Fil
 {
     // Created owner-writable so it can be filled; its real mode is set once it is full.
     if (sys().mkdirat(where.dst_dir->get(), where.dst_name.c_str(), 0700) == 0) {
-        walk.dirs.push_back({dst_rel, entry.mode, entry.mtime});
+        walk.dirs.push_back({dst_rel, entry.mode, entry.mtime, true});
         target_folder(dst_rel).fresh = true;
         return;
     }
@@ -340,16 +413,7 @@ void JobRunner::copy_symlink(const FileTask &where)
     existing.exists = !where.target_free &&
                       sys().fstatat(where.dst_dir->get(), where.dst_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     existing.is_dir = existing.exists && S_ISDIR(st.st_mode);
-    // A link of the same text is the one an interrupted run published; for a move, as for a file of the same
-    // bytes, even without resume.
-    std::optional<std::string> there;
-    if ((spec_.resume || spec_.move) && existing.exists) {
-        if (S_ISLNK(st.st_mode) && same_link(where, target, where.dst_name))
-            there = where.dst_name;
-        else
-            there = kept_both_before(where, &target);
-    }
-    if (there) {
+    if (const std::optional<std::string> there = link_there(where, target, existing, st)) {
         if (spec_.move)
             remove_source(where.src_dir, where.src_name, where.source);
         return report_done(where.source, where.dst_display + "/" + *there, 0, already_there_note());
@@ -361,6 +425,8 @@ void JobRunner::copy_symlink(const FileTask &where)
         return report_skip(where.source, i18n("already exists at the destination"), LeftOut::Exists);
     if (d.outcome != ConflictDecision::Outcome::Proceed)
         return report_error(d.error, where.source);
+    if (!wait_for_plan())
+        return; // the plan found too little room, or the job stops: not an error of this link's
     std::string final_name;
     if (Status s = publish_symlink(where.dst_dir, where.dst_display, where.dst_name, target, where.entry.mtime,
                                    d.policy, &final_name);
@@ -369,6 +435,18 @@ void JobRunner::copy_symlink(const FileTask &where)
     if (spec_.move)
         remove_source(where.src_dir, where.src_name, where.source);
     report_done(where.source, where.dst_display + "/" + final_name, 0, where.note);
+}
+
+// A link of the same text is the one an interrupted run published; for a move, as for a file of the same bytes,
+// even without resume. Its name, if there is one.
+std::optional<std::string> JobRunner::link_there(const FileTask &where, const std::string &target,
+                                                 const ExistingTarget &existing, const struct stat &st)
+{
+    if ((!spec_.resume && !spec_.move) || !existing.exists)
+        return std::nullopt;
+    if (S_ISLNK(st.st_mode) && same_link(where, target, where.dst_name))
+        return where.dst_name;
+    return kept_both_before(where, &target);
 }
 
 void JobRunner::finish_dirs(ItemWalk &walk)
@@ -392,6 +470,22 @@ void JobRunner::finish_dirs(ItemWalk &walk)
             if (parent)
                 sync_directory(parent->get(), display).ignore();
         }
+    }
+}
+
+// The plan, counted beside the run, found too little room: the copy is refused as it would have been before its
+// first byte. Nothing of it was published (PlanGate); its part files go, and then the folders it made, deepest
+// first and only while empty, so nothing else is touched.
+void JobRunner::take_back_item(ItemWalk &walk)
+{
+    batch_->discard();
+    for (auto it = walk.dirs.rbegin(); it != walk.dirs.rend(); ++it) {
+        if (!it->made)
+            continue;
+        Status error;
+        const auto [parent_rel, name] = split_rel(it->rel);
+        if (SharedDirFd parent = walk.dst.get(parent_rel, error))
+            sys().unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR);
     }
 }
 

@@ -57,9 +57,6 @@ struct ItemPlan {
     // What the plan left out for want of room (JobSpec::fit_to_space), by PlanEntry::rel: the one decision that
     // depends on what came before it, so the run can't make it again entry by entry.
     std::unordered_set<std::string> no_room;
-    // The paths the plan's walk could not read, reported then: the run's walk reports only what is new (a source
-    // removed since).
-    std::unordered_set<std::string> unreadable;
 };
 
 // One item's entries in pre-order (a folder before what it holds, names in byte order), read as they are

@@ -88,3 +88,28 @@ TEST_CASE("a stalled copy says who is not responding, on the bar and in --json")
     CHECK(progress_line(s, 120).find("not responding") == std::string::npos);
     CHECK(json_progress(s).find("\"stalled_seconds\":0") != std::string::npos);
 }
+
+TEST_CASE("while the plan still counts the bar shows no percentage, no time left and the files counted so far")
+{
+    ProgressSnapshot s = snapshot("/home/me/photos/img_0001.jpg");
+    s.state = JobState::Running;
+    s.counting = true;
+    s.total_bytes = 4 << 20; // counted so far: less than what is durable already
+    s.durable_bytes = s.written_bytes = 6 << 20;
+    s.files_done = 120;
+    s.files_total = 4096;
+    s.eta_seconds = -1;
+    const std::string line = progress_line(s, 120);
+    INFO(line);
+    CHECK(line.find("counting: ") != std::string::npos);
+    CHECK(line.find("120/4096+ files") != std::string::npos);
+    CHECK(line.find('%') == std::string::npos);
+    CHECK(line.find("ETA") == std::string::npos);
+    CHECK(line.find('#') == std::string::npos); // the bar is not filled against a total that is still growing
+    CHECK(columns(line) <= 120);
+    CHECK(json_progress(s).find("\"counting\":true") != std::string::npos);
+    s.counting = false;
+    s.total_bytes = 8 << 20;
+    CHECK(progress_line(s, 120).find(" 75% ") != std::string::npos);
+    CHECK(json_progress(s).find("\"counting\":false") != std::string::npos);
+}

@@ -222,6 +222,20 @@ def case_skip_existing_full(t):
     check("--- a.bin: oooo" in r.stdout, "the old a.bin changed")
 
 
+def case_folder_out_of_space(t):
+    """A folder is counted beside the copy: what the copy wrote before the count found too little room is taken
+    back, and the device is left as it was, as when the count came first."""
+    os.mkdir(f"{t}/tree")
+    os.mkdir(f"{t}/tree/sub")
+    for i in range(20):
+        with open(f"{t}/tree/sub/f{i:02}", "wb") as f:
+            f.write(os.urandom(100 << 10))
+    r = in_small_fs("1m", "true", [f"{t}/tree", "FS_DIR"])
+    check(r.returncode == 1, f"exit {r.returncode}, want 1; stderr {r.stderr!r}")
+    check("not enough space" in r.stderr, f"stderr: {r.stderr!r}")
+    check(listing(r.stdout) == "", f"left on the device: {listing(r.stdout)!r}")
+
+
 def case_read_only_destination(t):
     r = in_small_fs("1m", "true", [write(f"{t}/src", "x"), "FS_DIR"], ro=True)
     check_refused(r, "Read-only file system")
@@ -327,6 +341,7 @@ def case_json(t):
                 "device_bytes_per_sec", "eta_seconds"):
         check(key in progress, f"progress lacks {key}")
     check(progress["durable_bytes"] == 3 << 20 == progress["total_bytes"], f"final progress {progress}")
+    check(progress["counting"] is False, f"final progress {progress}")
     err = next(rec for rec in records if rec["type"] == "error")
     check(err["source"].endswith("missing") and err["errno"] == 2, f"error record {err}")
     check(err["side"] == "source" and err["device_removed"] is False, f"error record {err}")
