@@ -417,7 +417,7 @@ private:
             if (!go_on)
                 return Status::from_errno(ECANCELED, "copy", path_);
         }
-        if (control_.cancel_requested())
+        if (control_.cancel_requested() || (session_.stop && session_.stop()))
             return Status::from_errno(ECANCELED, "copy", path_);
         return {};
     }

@@ -93,6 +93,8 @@ struct CopySession {
     std::function<Status()> checkpoint;
     // Set per file when a manifest is written: every byte moved is hashed.
     SourceHash *hash = nullptr;
+    // Asked once a chunk beside the cancel: true stops the copy as a cancel does (ECANCELED). Empty: never.
+    std::function<bool()> stop;
 
     // Call whenever bytes became durable: feeds the meter and publishes the rate.
     void count_durable(uint64_t bytes, ProgressCounters &counters);

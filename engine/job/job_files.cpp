@@ -83,6 +83,8 @@ Status JobRunner::copy_file(FileTask &task, AttemptBytes &bytes)
         return copy_small(task, std::move(in), size, bytes);
     // One of the two at a time keeps durability in order and the dirty budget to one of them.
     batch_->flush();
+    if (stopping()) // the flush waited for a plan counted beside the run, which found too little room
+        return Status::from_errno(ECANCELED, "copy", task.source);
     return copy_big(task, in, st, bytes);
 }
 

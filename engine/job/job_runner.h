@@ -356,10 +356,15 @@ private:
     void start(JobPlan &plan);
     // A plan counted beside the run, once it has ended (|wait|: waited for): what it found is reported.
     void end_plan(bool wait);
-    // Before a name is taken: waits for a plan counted beside the run (PlanGate::wait).
+    // Before a name is taken: waits for a plan counted beside the run (PlanGate::wait). Waiting for the count is
+    // not a device that stopped taking bytes: each tenth of a second is a beat (stall_watch.h), or a count
+    // longer than the stall notice would read as "the device is not responding".
     Status wait_for_plan() const
     {
-        return plan_gate_.wait([this] { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); });
+        return plan_gate_.wait([this] {
+            control_.beat();
+            return aborted_ || stopped_by_answer_ || control_.cancel_requested();
+        });
     }
     void finish();
     // Not cancelled, not stopped by an answer or by the plan, the device still there: what is held is published.
@@ -448,6 +453,9 @@ private:
     bool loss_checked_ = false;                   // an EIO was checked for a pulled stick already
     SharedDirFd any_dest_dir_;                    // for the job's last syncfs
     SharedDirFd planned_root_;                    // JobPlan::target_root
+    ReportedOnce unreadable_;                     // by the plan's walk or the run's
+    // Before the batch, whose renames may wait for it until the batch goes.
+    PlanGate plan_gate_;
     // Where each close sleeps (vfat "flush"): the spec's, or the job's own, drained as the job ends. Declared
     // before the batch, which uses it until it goes.
     std::shared_ptr<BackgroundCloser> closer_;
@@ -464,8 +472,6 @@ private:
     TargetFolder &target_folder(const std::string &rel);
     std::map<std::string, TargetFolder> target_folders_;
     std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
-    ReportedOnce unreadable_;                                  // by the plan's walk or the run's
-    PlanGate plan_gate_;
     std::size_t resolved_errors_ = 0; // of the plan's errors, those start() reported (resolving the destination)
     // The plan counted beside the run (JobSpec::count_while_copying); last, so its thread ends before what it uses.
     std::future<JobPlan> counting_;

@@ -86,6 +86,8 @@ JobPlan JobRunner::begin_plan()
             counters_.total_bytes.store(bytes);
         };
         watch.stop = [this] { return control_.cancel_requested(); };
+        // A big file being copied when the plan finds too little room stops there, not at its end.
+        session_.stop = [this] { return plan_gate_.refused(); };
         resolved_errors_ = plan.errors.size();
         counters_.counting.store(true);
         try {
@@ -93,16 +95,21 @@ JobPlan JobRunner::begin_plan()
                 // Opened however the walk ends: a publish waiting for it must not wait for ever.
                 struct Opens {
                     PlanGate &gate;
+                    ProgressCounters &counters;
                     bool room = false;
-                    ~Opens() { gate.open(room); }
-                } opens {plan_gate_};
+                    ~Opens()
+                    {
+                        counters.counting.store(false);
+                        gate.open(room);
+                    }
+                } opens {plan_gate_, counters_};
                 count_plan(counted, spec_, watch);
                 counters_.files_total.store(counted.files);
                 counters_.total_bytes.store(counted.total_bytes);
-                counters_.counting.store(false);
-                // A walk the job's cancel cut short found room for part of it only: nothing is let through.
-                opens.room = counted.space.ok() && !control_.cancel_requested();
-                return counted;
+                // A walk a cancel cut short found room for part of it only: nothing is let through. An interrupt
+                // (JobControl::interrupt) keeps what is durable for the rerun that resumes, as without the count.
+                opens.room = counted.space.ok() && (!control_.cancel_requested() || control_.keeps_partial());
+                return std::move(counted);
             });
             for (ItemPlan &item : plan.items)
                 item.found = true;
@@ -313,8 +320,14 @@ void JobRunner::walk_item(ItemWalk &walk)
         batch_->flush();
     // A plan counted beside the run ends before the item does (PlanGate): nothing of it is finished, and nothing
     // stays, unless the plan found room for all of it. Also when a failure ends the job: a copy refused for want
-    // of room leaves nothing behind. A cancel ends the plan's walk too.
-    plan_gate_.wait([this] { return control_.cancel_requested(); }).ignore();
+    // of room leaves nothing behind. A cancel is not held up by a walk that may be stuck on a slow source: the
+    // folders made so far stay then, as after any cancel.
+    plan_gate_
+        .wait([this] {
+            control_.beat();
+            return control_.cancel_requested();
+        })
+        .ignore();
     if (plan_gate_.refused())
         return take_back_item(walk);
     if (stopping())

@@ -223,8 +223,9 @@ def case_skip_existing_full(t):
 
 
 def case_folder_out_of_space(t):
-    """A folder is counted beside the copy: what the copy wrote before the count found too little room is taken
-    back, and the device is left as it was, as when the count came first."""
+    """A folder onto a device too small for it: sanecp says so and leaves the device as it was. The folder is
+    counted beside the copy; a tree this small is counted before the copy has written much, so taking back what
+    it wrote is tested in the engine (tests/engine/test_plan_beside.cpp), where the count is held back."""
     os.mkdir(f"{t}/tree")
     os.mkdir(f"{t}/tree/sub")
     for i in range(20):
