@@ -356,6 +356,7 @@ private:
     void start(JobPlan &plan);
     // A plan counted beside the run, once it has ended (|wait|: waited for): what it found is reported.
     void end_plan(bool wait);
+    void restart_rate_after_count();
     // Before a name is taken: waits for a plan counted beside the run (PlanGate::wait). Waiting for the count is
     // not a device that stopped taking bytes: each tenth of a second is a beat (stall_watch.h), or a count
     // longer than the stall notice would read as "the device is not responding".
@@ -472,6 +473,7 @@ private:
     TargetFolder &target_folder(const std::string &rel);
     std::map<std::string, TargetFolder> target_folders_;
     std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
+    bool rate_restarted_ = true;      // after a count beside the run (restart_rate_after_count)
     std::size_t resolved_errors_ = 0; // of the plan's errors, those start() reported (resolving the destination)
     // The plan counted beside the run (JobSpec::count_while_copying); last, so its thread ends before what it uses.
     std::future<JobPlan> counting_;

@@ -25,7 +25,10 @@ JobRunner::JobRunner(const JobSpec &spec, const JobControl &control, ProgressCou
 SmallFileBatch::Hooks JobRunner::batch_hooks()
 {
     SmallFileBatch::Hooks hooks;
-    hooks.durable = [this](const BatchedFile &f) { session_.count_durable(f.bytes, counters_); };
+    hooks.durable = [this](const BatchedFile &f) {
+        restart_rate_after_count();
+        session_.count_durable(f.bytes, counters_);
+    };
     if (spec_.verify)
         hooks.verify = [this](const BatchedFile &f) { return verify_part(f.part, f.source_fd.get(), f.bytes); };
     hooks.failed = [this](BatchedFile &f, Status s) {
@@ -90,6 +93,7 @@ JobPlan JobRunner::begin_plan()
         session_.stop = [this] { return plan_gate_.refused(); };
         resolved_errors_ = plan.errors.size();
         counters_.counting.store(true);
+        rate_restarted_ = false;
         try {
             counting_ = std::async(std::launch::async, [this, watch, counted = plan]() mutable {
                 // Opened however the walk ends: a publish waiting for it must not wait for ever.
@@ -123,10 +127,22 @@ JobPlan JobRunner::begin_plan()
     return plan;
 }
 
+// The copy waited for the count at its names with nothing moving: a rate measured across that wait would be the
+// count's, not the device's (24 B/s and an ETA of eleven hours, the moment a million files' count ended). The
+// first rate after it is measured from its end, as after a pause.
+void JobRunner::restart_rate_after_count()
+{
+    if (rate_restarted_ || !plan_gate_.ended())
+        return;
+    session_.meter.restart_clock(monotonic_seconds(), session_.durable_total);
+    rate_restarted_ = true;
+}
+
 void JobRunner::end_plan(bool wait)
 {
     if (!counting_.valid() || (!wait && !plan_gate_.ended()))
         return;
+    restart_rate_after_count();
     JobPlan counted = counting_.get();
     for (std::size_t i = resolved_errors_; i < counted.errors.size(); ++i) {
         const std::string path = counted.errors[i].path();
