@@ -341,10 +341,10 @@ private:
                      std::optional<Sha256Digest> digest = {});
     void take_back(const AttemptBytes &bytes);
     void count_unmoved(uint64_t bytes);
-    bool stopping() const
-    {
-        return aborted_ || stopped_by_answer_ || control_.cancel_requested() || plan_gate_.refused();
-    }
+    // Aborted, stopped by an answer or cancelled: the job's own reasons to stop.
+    bool stopped() const { return aborted_ || stopped_by_answer_ || control_.cancel_requested(); }
+    // ... or a plan counted beside the run found too little room.
+    bool stopping() const { return stopped() || plan_gate_.refused(); }
     // The note of a file an interrupted copy left complete: "already on the device" (or "on the share").
     std::string already_there_note() const;
     // What of the source at |path| was cached before this job (or its group: JobSpec::source_share) read it.
@@ -364,7 +364,7 @@ private:
     {
         return plan_gate_.wait([this] {
             control_.beat();
-            return aborted_ || stopped_by_answer_ || control_.cancel_requested();
+            return stopped();
         });
     }
     void finish();
