@@ -7,6 +7,7 @@
 #include "EngineJob.h"
 #include "ExitCleanup.h"
 #include "FolderRun.h"
+#include "StallNotice.h"
 #include "UrlMapping.h"
 #include "SaneCopyLogging.h"
 
@@ -278,6 +279,7 @@ KIO::WorkerResult SaneCopyWorker::copyByJob(const QByteArray &from, const QByteA
     qCDebug(SANECOPY_KIO) << "copy" << displayPath(from) << "->" << displayPath(to) << "through the engine";
     uint64_t reportedTotal = 0;
     bool saidStalled = false;
+    StallNotice notice(displayPath(to));
     const EngineOutcome outcome =
         runEngineJob(spec, kProgressPeriod, [&](const sanecopy::ProgressCounters &c, double stalled) {
             if (wasKilled())
@@ -289,10 +291,12 @@ KIO::WorkerResult SaneCopyWorker::copyByJob(const QByteArray &from, const QByteA
             processedSize(c.durable_bytes.load());
             // A stalled share or stick: no rate (the last one would be a lie), which Plasma's popup shows. The
             // words go too, as the window's row says them, but KIO drops a worker's infoMessage on the way to the
-            // popup (it arrives naming the worker's job, which the tracker has no view for; test_kio_worker.py).
+            // popup (it arrives naming the worker's job, which the tracker has no view for; test_kio_worker.py):
+            // a notification of the worker's own says it there.
             speed(stalled > 0 ? 0 : static_cast<unsigned long>(c.device_rate.load()));
             if (stalled > 0 || saidStalled)
                 infoMessage(stalled > 0 ? notRespondingMessage(c.share.load(), stalled) : QString());
+            notice.update(stalled > 0, c.share.load());
             if (stalled > 0 && !saidStalled)
                 qCDebug(SANECOPY_KIO) << "stalled: nothing moved for" << stalled << "s";
             else if (stalled == 0 && saidStalled)

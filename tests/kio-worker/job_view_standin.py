@@ -3,7 +3,8 @@
 """A stand-in for Plasma's job view server, as KIO's job tracker looks for it (KIO's KDynamicJobTracker): the
 service org.kde.kuiserver says no window of the application's own is needed and offers org.kde.JobViewServerV2 at
 /JobViewServer, and org.kde.JobViewServer hands out one view (org.kde.JobViewV3) per job. What a view is told
-through update() and terminate() is what Plasma's popup shows of a copy Dolphin started.
+through update() and terminate() is what Plasma's popup shows of a copy Dolphin started. It also serves
+org.freedesktop.Notifications, whose Notify and CloseNotification calls are written the same way.
 
     job_view_standin.py -- COMMAND [ARG...]        (DBUS_SESSION_BUS_ADDRESS: the bus to serve on)
 
@@ -78,6 +79,31 @@ class JobViewServer(dbus.service.Object):
         return dbus.ObjectPath(path)
 
 
+class Notifications(dbus.service.Object):
+    def __init__(self, bus):
+        super().__init__(bus, "/org/freedesktop/Notifications")
+        self.next_id = 1
+
+    @dbus.service.method("org.freedesktop.Notifications", in_signature="susssasa{sv}i", out_signature="u")
+    def Notify(self, app_name, replaces_id, app_icon, summary, body, actions, hints, timeout):
+        nid = dbus.UInt32(replaces_id or self.next_id)
+        self.next_id += 0 if replaces_id else 1
+        emit("Notify", "", (nid, app_name, app_icon, summary, body, hints, timeout))
+        return dbus.UInt32(nid)
+
+    @dbus.service.method("org.freedesktop.Notifications", in_signature="u")
+    def CloseNotification(self, nid):
+        emit("CloseNotification", "", (nid,))
+
+    @dbus.service.method("org.freedesktop.Notifications", out_signature="as")
+    def GetCapabilities(self):
+        return ["body"]
+
+    @dbus.service.method("org.freedesktop.Notifications", out_signature="ssss")
+    def GetServerInformation(self):
+        return ("sanecopy-test", "SaneCopy", "1", "1.2")
+
+
 def main():
     command = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
     if not command:
@@ -86,7 +112,9 @@ def main():
     DBusGMainLoop(set_as_default=True)
     bus = dbus.SessionBus()
     server = JobViewServer(bus)
-    names = [dbus.service.BusName(n, bus) for n in ("org.kde.kuiserver", "org.kde.JobViewServer")]
+    notifications = Notifications(bus)
+    names = [dbus.service.BusName(n, bus)
+             for n in ("org.kde.kuiserver", "org.kde.JobViewServer", "org.freedesktop.Notifications")]
     emit("ready", "", [n.get_name() for n in names])
     loop = GLib.MainLoop()
     child = subprocess.Popen(command, stdout=sys.stderr)  # stdout is the calls
@@ -100,7 +128,7 @@ def main():
 
     GLib.timeout_add(100, check_child)
     loop.run()
-    del server
+    del server, notifications
     rc = child.wait()
     emit("exited", "", (rc,))
     return rc if rc >= 0 else 128 - rc

@@ -277,7 +277,10 @@ def case_job_view_stall(work):
     stick writes again; the copy then completes, identical, and the view ends once with no error.
     The worker also sends its words for it ("has not answered"), but KIO does not hand a worker's infoMessage on
     to the view: KCompositeJob passes it up naming the worker's own job, which the tracker has no view for. They
-    are checked the same way if they ever arrive, and reported as a known gap while they do not."""
+    are checked the same way if they ever arrive, and reported as a known gap while they do not. So the worker
+    says it in a notification of its own (the stand-in serves org.freedesktop.Notifications too): one, within
+    STALL_SAID seconds of the stall and not before, naming the file and telling not to unplug, withdrawn once the
+    stick writes again."""
     standin = os.path.join(os.path.dirname(os.path.abspath(__file__)), "job_view_standin.py")
     if shutil.which("dbus-daemon") is None:
         stick.skip("no dbus-daemon (Debian: dbus)")
@@ -361,8 +364,27 @@ def case_job_view_stall(work):
                   "the job view still says the stick is not answering after it wrote again")
         ends = [c["args"] for c in calls if c["call"] == "terminate"]
         check(ends == [[0, ""]], f"the job view ended with {ends}, want once with no error")
+        check_stall_notification(calls, stalled_at, restored_at)
         check(filecmp.cmp(src, dst, shallow=False), "copy differs")
         check(no_part_files(s.mnt), "a part file was left behind")
+
+
+def check_stall_notification(calls, stalled_at, restored_at):
+    """The worker's notification of a stall (StallNotice.h), as job_view_standin.py recorded its calls."""
+    shown = [(c["t"], c["args"]) for c in calls if c["call"] == "Notify"]
+    closed = [(c["t"], c["args"][0]) for c in calls if c["call"] == "CloseNotification"]
+    print("notifications:", [(round(t - stalled_at, 1), a[3], a[4]) for t, a in shown],
+          "closed at", [round(t - stalled_at, 1) for t, _ in closed])
+    check(len(shown) == 1, f"{len(shown)} notifications of the stall, want 1")
+    t, (nid, app, icon, summary, body, hints, timeout) = shown[0]
+    check(stalled_at < t <= stalled_at + STALL_SAID,
+          f"the stall was notified {t - stalled_at:.1f} s after it began, want (0, {STALL_SAID}] s")
+    check(summary == "The device is not answering", f"the notification's title: {summary!r}")
+    check("big.bin" in body and "Do not unplug" in body, f"the notification's text: {body!r}")
+    check(hints.get("desktop-entry") == "io.github.sanecopy.SaneCopy", f"the notification's hints: {hints}")
+    check(timeout == 0, f"the notification expires by itself after {timeout} ms, while the stick still stalls")
+    check([n for _, n in closed] == [nid], f"closed {closed}, want notification {nid} closed once")
+    check(closed[0][0] > restored_at, "the notification was withdrawn before the stick wrote again")
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
