@@ -13,6 +13,7 @@
 
 #include "copy_job.h"
 #include "fd.h"
+#include "job_control.h"
 #include "job_queue.h"
 #include "stream_writer.h"
 #include "sys.h"
@@ -279,11 +280,14 @@ KIO::WorkerResult SaneCopyWorker::copyByJob(const QByteArray &from, const QByteA
     qCDebug(SANECOPY_KIO) << "copy" << displayPath(from) << "->" << displayPath(to) << "through the engine";
     uint64_t reportedTotal = 0;
     bool saidStalled = false;
-    StallNotice notice(displayPath(to));
+    StallNotice notice(desktopNotifications(displayPath(to)));
     const EngineOutcome outcome =
         runEngineJob(spec, kProgressPeriod, [&](const sanecopy::ProgressCounters &c, double stalled) {
-            if (wasKilled())
+            if (wasKilled()) {
+                // Now: KIO ends a worker that has not returned 5 s after a cancel, which a stalled device can make.
+                notice.withdraw();
                 return false;
+            }
             if (const uint64_t total = c.total_bytes.load(); total != reportedTotal) {
                 totalSize(total);
                 reportedTotal = total;
@@ -296,7 +300,7 @@ KIO::WorkerResult SaneCopyWorker::copyByJob(const QByteArray &from, const QByteA
             speed(stalled > 0 ? 0 : static_cast<unsigned long>(c.device_rate.load()));
             if (stalled > 0 || saidStalled)
                 infoMessage(stalled > 0 ? notRespondingMessage(c.share.load(), stalled) : QString());
-            notice.update(stalled > 0, c.share.load());
+            notice.update(stalled > 0, c.share.load(), sanecopy::monotonic_seconds());
             if (stalled > 0 && !saidStalled)
                 qCDebug(SANECOPY_KIO) << "stalled: nothing moved for" << stalled << "s";
             else if (stalled == 0 && saidStalled)

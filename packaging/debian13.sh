@@ -66,7 +66,7 @@ deb_test_packages=(kde-cli-tools man-db lintian locales)
 # A real Plasma 6 session for tests/plasma/plasma_check.py: plasmashell (the desktop shell is plasma-desktop's),
 # Xvfb with Mesa's software OpenGL, and what photographs the screen.
 plasma_packages=(plasma-workspace plasma-desktop kded6 xvfb xauth dbus-x11 libgl1-mesa-dri imagemagick x11-utils
-    fonts-noto-core)
+    fonts-noto-core kde-cli-tools)
 # The USB test guest, beside the .deb: Debian 13's kernel (its initramfs mounts the virtio root), the stick's
 # filesystems' tools, what the scenarios run, and the servers and clients of the network shares (tests/vm/shares.py).
 vm_packages=(linux-image-amd64 initramfs-tools kmod procps util-linux mount e2fsprogs dosfstools exfatprogs ntfs-3g
@@ -367,10 +367,12 @@ SH
 }
 
 # SaneCopy's window in a real Plasma 6 session (tests/plasma/plasma_check.py), from this build's .deb (made by
-# `test`): what Plasma's job view was told, and screenshots of its popup in OUTDIR. Not in CI: the root is about a
+# `test`): what Plasma's job view was told, and screenshots of its popup in OUTDIR; with --kio-stall, a copy
+# through the KIO worker onto a stick that stalls, and the worker's notification of it. Not in CI: the root is about a
 # gigabyte, and the stand-ins on a private bus check the same calls there.
 plasma_check() {
     local out=$1 r=$cache/plasma
+    shift
     ls "$cache"/deb/sanecopy_*.deb >/dev/null 2>&1 || die "no .deb yet: $0 test makes it"
     root_with "$r" "$cache/plasma-apt.log" "Plasma 6 for the session check" "${plasma_packages[@]}"
     enter "$r"
@@ -378,7 +380,7 @@ plasma_check() {
     in_root "$r" bash -c 'apt-get -q install -y --no-install-recommends --reinstall /tmp/sanecopy_*.deb' \
         >"$cache/plasma-deb.log" 2>&1 || { tail -n 20 "$cache/plasma-deb.log" >&2; leave; die "the .deb did not install"; }
     leave
-    python3 "$here/tests/plasma/plasma_check.py" "$r" "$out"
+    python3 "$here/tests/plasma/plasma_check.py" "$r" "$out" "$@"
 }
 
 # The guest's root: base, the packages above, and this build's .deb (reinstalled every run), packed into an
@@ -436,9 +438,9 @@ usb)
     exit "$rc"
     ;;
 plasma)
-    [ $# -eq 1 ] || die "usage: $0 plasma OUTDIR"
+    [ $# -eq 1 ] || { [ $# -eq 2 ] && [ "$2" = --kio-stall ]; } || die "usage: $0 plasma OUTDIR [--kio-stall]"
     prepare
-    plasma_check "$1"
+    plasma_check "$@"
     ;;
 dolphin-screenshot)
     [ $# -eq 1 ] || die "usage: $0 dolphin-screenshot OUT.png"
@@ -479,7 +481,7 @@ test)
     [ "$rc" -eq 0 ] && [ "$deb_rc" -eq 0 ] && [ "$lint_rc" -eq 0 ]
     ;;
 *)
-    echo "usage: $0 test [ctest options] | lint | usb [NAME,...] | flatpak | root | shell | dolphin-screenshot OUT.png | plasma OUTDIR" >&2
+    echo "usage: $0 test [ctest options] | lint | usb [NAME,...] | flatpak | root | shell | dolphin-screenshot OUT.png | plasma OUTDIR [--kio-stall]" >&2
     exit 2
     ;;
 esac

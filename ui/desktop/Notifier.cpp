@@ -44,8 +44,9 @@ void sendNotification(const NotificationText &text)
                                  QStringLiteral("/org/freedesktop/Notifications"),
                                  QStringLiteral("org.freedesktop.Notifications"), bus);
     notifications.asyncCall(QStringLiteral("Notify"), QStringLiteral("SaneCopy"), uint(0),
-                            QStringLiteral("io.github.sanecopy.SaneCopy"), text.summary, text.body, QStringList(),
-                            QVariantMap(), int(-1));
+                            QStringLiteral("io.github.sanecopy.SaneCopy"), text.summary,
+                            text.body.toHtmlEscaped(), // the body is read as markup: a name's < and & are text
+                            QStringList(), QVariantMap(), int(-1));
 }
 
 } // namespace SaneCopy
