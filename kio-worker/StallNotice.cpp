@@ -11,9 +11,11 @@ void StallNotice::update(bool stalled, bool share, double now)
 {
     if (stalled) {
         movingSince_ = -1;
-        if (!shown_) {
+        // Asked once a stall; renewed only where a server showed it.
+        if (!shown_ || (id_ != 0 && now - shownAt_ >= kRenewSeconds)) {
             shown_ = true;
-            id_ = desktop_.show(share);
+            shownAt_ = now;
+            id_ = desktop_.show(share, id_, kExpirySeconds);
         }
         return;
     }

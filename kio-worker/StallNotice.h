@@ -9,10 +9,10 @@
 // StallNotice decides when; the worker's desktopNotifications() says it, with two calls of
 // org.freedesktop.Notifications (Notify, CloseNotification) made directly with QtDBus, as the window's own
 // notifications are (ui/desktop/Notifier.cpp): KNotification would bring a library and a .notifyrc into the
-// worker for them. The notification has the server's own expiry: its popup goes after a few seconds and it stays
-// in the desktop's list until withdrawn. A worker that KIO ends during a stall (a cancel the stalled device does
-// not let finish, an application that went away: ExitCleanup.h) can't withdraw it; an entry in the list is then
-// all that stays.
+// worker for them. The notification expires after kExpirySeconds and is renewed in place while the stall lasts,
+// so it stays on the screen as long as the copy stands still, yet a worker that KIO ends during a stall (an
+// application that went away: ExitCleanup.h) leaves it there for at most that long, and then only in the
+// desktop's list.
 #pragma once
 
 #include <QString>
@@ -24,8 +24,9 @@ namespace SaneCopyKio {
 class StallNotice {
 public:
     struct Desktop {
-        // Shows the notification of a stall (of a share, or of a device); returns its id, 0 if none was shown.
-        std::function<unsigned(bool share)> show;
+        // Shows the notification of a stall (of a share, or of a device) for |expirySeconds|, in place of the
+        // notification |replaces| unless that is 0; returns its id, 0 if none was shown.
+        std::function<unsigned(bool share, unsigned replaces, int expirySeconds)> show;
         std::function<void(unsigned id)> close;
     };
 
@@ -42,10 +43,13 @@ public:
     void withdraw();
 
     static constexpr double kSettledSeconds = 10;
+    static constexpr int kExpirySeconds = 60;
+    static constexpr double kRenewSeconds = 45; // before it expires, with room for a slow tick
 
 private:
     Desktop desktop_;
     bool shown_ = false;      // asked for this stall, whether or not a server showed it
+    double shownAt_ = 0;      // when it was last shown or renewed
     double movingSince_ = -1; // when the copy moved again after the stall, -1 while it stands still
     unsigned id_ = 0;         // the shown notification's, 0 when none is shown
 };
