@@ -556,7 +556,7 @@ def honesty(r):
 def table(kind, results, baseline, payload, rate, extra=None):
     """extra: (column title, {tool: text}), a last column."""
     head = ("| tool | returns after | durable after | vs baseline | of device rate | peak dirty "
-            "| dirty at return | source cached | dest cached | CPU (of a core) | peak RSS | progress vs device |")
+            "| dirty at return | source cached | dest cached | CPU: of a core, seconds | peak RSS | progress vs device |")
     if extra:
         head += f" {extra[0]} |"
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
@@ -573,7 +573,7 @@ def table(kind, results, baseline, payload, rate, extra=None):
         lines.append(
             f"| {r.label} | {r.returned:.2f} s | {r.durable:.2f} s | {ratio} | {share} "
             f"| {mib(r.peak_dirty)} | {mib(r.dirty_at_exit)} | {cached(r, r.src_cached)} | {cached(r, r.dest_cached)} "
-            f"| {pct(r.cpu_share)} | {mib(r.peak_rss) if r.peak_rss else '?'} | {honesty(r)} |" + (f" {extra[1].get(tool, '–')} |" if extra else ""))
+            f"| {pct(r.cpu_share)}, {r.cpu:.2f} s | {mib(r.peak_rss) if r.peak_rss else '?'} | {honesty(r)} |" + (f" {extra[1].get(tool, '–')} |" if extra else ""))
     if any(r is not None and r.cache_disturbed for r in results.values()):
         lines += ["", "?: another process dropped the page cache during that run, so its residency is unknown."]
     return lines
@@ -647,7 +647,7 @@ def verdicts(kind, results, baseline, payload, limit=None, read_alone=None):
         # Tiny files cost CPU per file whatever the tool; there the time is the measure.
         floor = "" if read_alone is None else (
             f" (reading the same files alone from a cold cache, nothing written: "
-            f"{pct(read_alone / r.returned)} of a core over the same time)")
+            f"{pct(read_alone / r.returned)} of a core over the same time, {read_alone:.2f} s against {r.cpu:.2f} s)")
         checks.append((r.cpu_share < TARGETS["cpu"], f"CPU < 5 % of a core: {pct(r.cpu_share)}{floor}"))
     checks.append((r.dirty_at_exit <= stick.STAT_SLACK,
                    f"nothing dirty on the device when it exits: {mib(r.dirty_at_exit)}"))
