@@ -11,11 +11,9 @@ void StallNotice::update(bool stalled, bool share, double now)
 {
     if (stalled) {
         movingSince_ = -1;
-        // Asked once a stall; renewed only where a server showed it.
-        if (!shown_ || (id_ != 0 && now - shownAt_ >= kRenewSeconds)) {
+        if (!shown_) {
             shown_ = true;
-            shownAt_ = now;
-            id_ = desktop_.show(share, id_, kExpirySeconds);
+            id_ = desktop_.show(share, kExpirySeconds);
         }
         return;
     }

@@ -9,10 +9,10 @@
 // StallNotice decides when; the worker's desktopNotifications() says it, with two calls of
 // org.freedesktop.Notifications (Notify, CloseNotification) made directly with QtDBus, as the window's own
 // notifications are (ui/desktop/Notifier.cpp): KNotification would bring a library and a .notifyrc into the
-// worker for them. The notification expires after kExpirySeconds and is renewed in place while the stall lasts,
-// so it stays on the screen as long as the copy stands still, yet a worker that KIO ends during a stall (an
-// application that went away: ExitCleanup.h) leaves it there for at most that long, and then only in the
-// desktop's list.
+// worker for them. The notification stays on the screen for kExpirySeconds, longer than nearly every stall, and
+// is not renewed: one the user closed stays closed. A worker that KIO ends during a stall (an application that
+// went away: ExitCleanup.h) can't withdraw it, so it must expire by itself; after that it is only in the desktop's
+// list.
 #pragma once
 
 #include <QString>
@@ -24,9 +24,9 @@ namespace SaneCopyKio {
 class StallNotice {
 public:
     struct Desktop {
-        // Shows the notification of a stall (of a share, or of a device) for |expirySeconds|, in place of the
-        // notification |replaces| unless that is 0; returns its id, 0 if none was shown.
-        std::function<unsigned(bool share, unsigned replaces, int expirySeconds)> show;
+        // Shows the notification of a stall (of a share, or of a device) for |expirySeconds|; returns its id, 0
+        // if none was shown.
+        std::function<unsigned(bool share, int expirySeconds)> show;
         std::function<void(unsigned id)> close;
     };
 
@@ -43,13 +43,11 @@ public:
     void withdraw();
 
     static constexpr double kSettledSeconds = 10;
-    static constexpr int kExpirySeconds = 60;
-    static constexpr double kRenewSeconds = 45; // before it expires, with room for a slow tick
+    static constexpr int kExpirySeconds = 600;
 
 private:
     Desktop desktop_;
     bool shown_ = false;      // asked for this stall, whether or not a server showed it
-    double shownAt_ = 0;      // when it was last shown or renewed
     double movingSince_ = -1; // when the copy moved again after the stall, -1 while it stands still
     unsigned id_ = 0;         // the shown notification's, 0 when none is shown
 };

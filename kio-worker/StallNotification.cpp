@@ -23,7 +23,7 @@ QDBusMessage notificationsCall(const QString &method)
 // waits at most this long, twice a stall. Nothing moves meanwhile anyway.
 constexpr int kCallTimeoutMs = 2000;
 
-unsigned showNotification(const QString &what, bool share, unsigned replaces, int expirySeconds)
+unsigned showNotification(const QString &what, bool share, int expirySeconds)
 {
     QDBusConnection bus = QDBusConnection::sessionBus();
     if (!bus.isConnected())
@@ -40,8 +40,8 @@ unsigned showNotification(const QString &what, bool share, unsigned replaces, in
     const QVariantMap hints {{QStringLiteral("desktop-entry"), QStringLiteral("io.github.sanecopy.SaneCopy")},
                              {QStringLiteral("category"), QStringLiteral("transfer")}};
     QDBusMessage call = notificationsCall(QStringLiteral("Notify"));
-    call << QStringLiteral("SaneCopy") << uint(replaces) << QStringLiteral("io.github.sanecopy.SaneCopy") << summary
-         << body << QStringList() << hints << int(expirySeconds * 1000);
+    call << QStringLiteral("SaneCopy") << uint(0) << QStringLiteral("io.github.sanecopy.SaneCopy") << summary << body
+         << QStringList() << hints << int(expirySeconds * 1000);
     const QDBusMessage reply = bus.call(call, QDBus::Block, kCallTimeoutMs);
     if (reply.type() != QDBusMessage::ReplyMessage || reply.arguments().isEmpty())
         return 0;
@@ -61,8 +61,8 @@ void closeNotification(unsigned id)
 StallNotice::Desktop desktopNotifications(const QString &what)
 {
     // The body is read as markup: a file name's < and & are text.
-    return {[what = what.toHtmlEscaped()](bool share, unsigned replaces, int expirySeconds) {
-                return showNotification(what, share, replaces, expirySeconds);
+    return {[what = what.toHtmlEscaped()](bool share, int expirySeconds) {
+                return showNotification(what, share, expirySeconds);
             },
             closeNotification};
 }
