@@ -307,8 +307,9 @@ void add_copy_options(CLI::App &app, Options &o)
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll); // one DEST each --to, every --to kept
     app.add_flag("--json", o.json, i18n("Print progress and events as NDJSON on stdout"));
-    auto *ow = app.add_flag("--overwrite", o.overwrite,
-                            i18n("Replace existing files (by rename, once the new file is on the device)"));
+    auto *ow = app.add_flag(
+        "--overwrite", o.overwrite,
+        i18n("Replace existing files (by rename, once the new file is on the device), never one this copy wrote"));
     auto *sk = app.add_flag("--skip-existing", o.skip_existing, i18n("Leave existing files alone and go on"));
     auto *rn =
         app.add_flag("--rename-existing", o.rename_existing, i18n("Copy next to existing files as \"name (1).ext\""));
@@ -318,7 +319,7 @@ void add_copy_options(CLI::App &app, Options &o)
                  i18n("Move: each source file is removed once its copy is on the device (and verified, with --verify), "
                       "each source folder once it is empty; on the same filesystem, one rename (with --manifest, the "
                       "sums are then read from the renamed files). Never leaves a file without a complete copy; a "
-                      "source that was not copied stays where it is"));
+                      "source that was not copied, or that changed while it was copied, stays where it is"));
     app.add_flag(
         "--verify", o.verify,
         i18n("Read every file back from the device once it is there, and compare XXH3 hashes with the source"));

@@ -75,6 +75,14 @@ struct DataToWrite {
     std::function<bool()> stop;
 };
 
+// A source as the walk saw it just before it was copied. A move removes only a source that is still so: one
+// written to, grown, cut short or replaced under its name meanwhile is not what the copy holds (JobRunner::
+// remove_source).
+struct SourceStamp {
+    uint64_t size = 0;
+    struct timespec mtime {};
+};
+
 struct BatchedFile {
     PartFile part; // with to_write, named but not created yet (PartFile::to_create)
     std::string source;
@@ -89,6 +97,7 @@ struct BatchedFile {
     std::string source_name;
     std::optional<PendingAttributes> attributes; // still to be set, before its sync
     std::optional<DataToWrite> to_write;         // set: |bytes| is its size until it is written
+    std::optional<SourceStamp> stamp;            // the source as copied, for a move
 };
 
 struct BatchLimits {

@@ -58,7 +58,7 @@ bool JobRunner::report_found(FileTask &task, const std::string &name)
         return true;
     count_unmoved(task.entry.size);
     if (spec_.move)
-        remove_source(task.src_dir, task.src_name, task.source);
+        remove_source(task.src_dir, task.src_name, task.source, SourceStamp {task.entry.size, task.entry.mtime});
     report_done(task.source, task.dst_display + "/" + name, task.entry.size,
                 spec_.move ? (counters_.share.load()
                                   ? i18n("already on the share with the same bytes; the source was removed")
@@ -77,6 +77,9 @@ bool JobRunner::decide_conflict(FileTask &task, const ExistingTarget &existing)
         answer = spec_.ask_conflict(
             {task.source, target, task.entry.size, existing.size, existing.is_dir, task.entry.mtime, existing.mtime});
     ConflictDecision d = resolve_conflict(existing, spec_.conflict, answer, target);
+    if (task.named_by_job && existing.exists && d.outcome == ConflictDecision::Outcome::Proceed &&
+        d.policy == ConflictPolicy::Overwrite)
+        return refuse_own_copy(task, target);
     // What is in the way is this job's own copy of a name the filesystem can't tell from this one: say so.
     const std::string same_file =
         task.case_twin.empty()
@@ -106,6 +109,25 @@ bool JobRunner::decide_conflict(FileTask &task, const ExistingTarget &existing)
         stopped_by_answer_ = true;
         return false;
     }
+    return false;
+}
+
+// Another file of this job is what stands at |target|: replacing it would lose it (with a move, its source is
+// gone already). Overwrite is refused for it; "keep both" and "skip" go on as they would. False, reported.
+bool JobRunner::refuse_own_copy(const FileTask &task, const std::string &target)
+{
+    const std::string why =
+        task.case_twin.empty()
+            ? i18n("another file of this copy has the same name here")
+            : i18nc("%1 and %2 are two names",
+                    "%1 and %2 would be the same file here: this filesystem does not tell names apart by case",
+                    task.dst_name, task.case_twin);
+    report_error(Status::destination(EEXIST, "exists", target)
+                     .with_detail(i18nc("%1 says why",
+                                        "%1; not overwritten, as it was copied by this job (use --rename-existing "
+                                        "to keep both)",
+                                        why)),
+                 task.source);
     return false;
 }
 

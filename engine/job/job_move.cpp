@@ -31,6 +31,7 @@ bool JobRunner::move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root
         s = sync_directory(src_root->get(), item.source_dir);
     if (!s)
         report_error(std::move(s), item.source);
+    renamed_targets_.push_back(target_rel(item.target_name));
     const uint64_t bytes = plan.bytes, files = plan.files;
     count_unmoved(bytes);
     if (spec_.manifest)
@@ -67,9 +68,22 @@ void JobRunner::hash_renamed(const ItemPlan &plan)
     }
 }
 
-// The source of a moved file, once its copy is durable under its real name.
-void JobRunner::remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source)
+// The source of a moved file, once its copy is durable under its real name, if it is still what was copied
+// (|copied_as|; a link has none): a file written to, cut short or replaced under its name while it was copied
+// holds what the copy does not, and stays.
+void JobRunner::remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source,
+                              const std::optional<SourceStamp> &copied_as)
 {
+    struct stat st {};
+    if (copied_as && sys().fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (!S_ISREG(st.st_mode) || uint64_t(st.st_size) != copied_as->size ||
+         st.st_mtim.tv_sec != copied_as->mtime.tv_sec || st.st_mtim.tv_nsec != copied_as->mtime.tv_nsec)) {
+        report_error(Status::source(EAGAIN, "remove source", source)
+                         .with_detail(i18n("changed while it was moved: the copy holds it as it was, and the "
+                                           "source was kept")),
+                     source);
+        return;
+    }
     if (sys().unlinkat(dir->get(), name.c_str(), 0) < 0 && errno != ENOENT)
         report_error(Status::source(errno, "remove source", source)
                          .with_detail(i18nc("%1 is the system's reason",

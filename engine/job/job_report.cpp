@@ -5,6 +5,7 @@
 #include "i18n.h"
 #include "sys.h"
 
+#include <algorithm>
 #include <cerrno>
 
 namespace sanecopy {
@@ -85,6 +86,8 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
 {
     ++summary_.files_copied;
     summary_.bytes += bytes;
+    if (guards_own_copies_)
+        published_here_.insert(std::hash<std::string> {}(target));
     if (spec_.source_share)
         spec_.source_share->done(spec_.share_member, source);
     counters_.files_done.fetch_add(1);
@@ -153,12 +156,13 @@ JobRunner::TargetFolder &JobRunner::target_folder(const std::string &rel)
 }
 
 bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin,
-                                 bool known_absent)
+                                 bool &named_by_job, bool known_absent)
 {
     TargetFolder &folder = target_folder(dst_parent_rel);
     const std::string name = split_rel(dst_rel).second;
     std::string folded = fold_case(name, folds_case());
     const bool inserted = folder.names.insert(folded).second;
+    named_by_job = !inserted;
     if (!inserted) {
         // Taken by this job: under another case it is a twin, the one in |cased| or else the folded one.
         const auto cased = folder.cased.find(folded);
@@ -169,6 +173,16 @@ bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::s
         folder.cased.emplace(std::move(folded), name);
     }
     return inserted && (folder.fresh || known_absent);
+}
+
+// Whether this job published |target| (at |dst_rel| below the destination) already: by name, or inside an item a
+// move renamed into place whole.
+bool JobRunner::published_here(const std::string &dst_rel, const std::string &target) const
+{
+    if (guards_own_copies_ && published_here_.count(std::hash<std::string> {}(target)) > 0)
+        return true;
+    return std::any_of(renamed_targets_.begin(), renamed_targets_.end(),
+                       [&](const std::string &r) { return dst_rel == r || below(dst_rel, r); });
 }
 
 // The manifest, through the publish pipeline like any file: durable before the job says it is done.

@@ -35,6 +35,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <unordered_set>
 #include <vector>
 
 #include <sys/stat.h>
@@ -313,6 +314,9 @@ struct FileTask {
     // A name this job copied into the same folder that the filesystem can't tell from this one (FAT, exFAT and
     // NTFS ignore case): "Makefile" for "makefile". Empty when there is none.
     std::string case_twin;
+    // This job copied another file to this very name in this folder already ("a/x" and "b/x" into one folder, or
+    // case twins): that copy is never replaced by this one.
+    bool named_by_job = false;
     // Opened and read ahead (SourcePrefetch); taken by the first attempt, a retry opens the file again.
     std::optional<SourcePrefetch::Source> prefetched;
     std::optional<SourceResidency> residency; // of the prefetched source the attempt took
@@ -393,7 +397,8 @@ private:
     // Safe Move.
     bool move_by_rename(const ItemPlan &plan, const SharedDirFd &src_root, const SharedDirFd &dst_root);
     void hash_renamed(const ItemPlan &plan);
-    void remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source);
+    void remove_source(const SharedDirFd &dir, const std::string &name, const std::string &source,
+                       const std::optional<SourceStamp> &copied_as);
     void remove_moved_dirs(ItemWalk &walk);
     bool already_there(const FileTask &task, const ExistingTarget &existing, const std::string &name);
     bool published_before(const FileTask &task, const ExistingTarget &existing) const;
@@ -407,6 +412,8 @@ private:
     bool done_before(FileTask &task, const ExistingTarget &existing);
     bool report_found(FileTask &task, const std::string &name);
     bool decide_conflict(FileTask &task, const ExistingTarget &existing);
+    bool refuse_own_copy(const FileTask &task, const std::string &target);
+    bool published_here(const std::string &dst_rel, const std::string &target) const;
     void copy_file_with_retries(FileTask &task);
     Status copy_file(FileTask &task, AttemptBytes &bytes);
     Status open_source(FileTask &task, UniqueFd &in, struct stat &st);
@@ -437,7 +444,7 @@ private:
     // the name was |known_absent| (the item's target, found absent as it was resolved), and this job has not used
     // it.
     bool claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin,
-                          bool known_absent = false);
+                          bool &named_by_job, bool known_absent = false);
 
     const JobSpec &spec_;
     const JobControl &control_;
@@ -472,6 +479,13 @@ private:
     };
     TargetFolder &target_folder(const std::string &rel);
     std::map<std::string, TargetFolder> target_folders_;
+    // Items a move renamed into place whole (their target_rel): every name under one is this job's copy.
+    std::vector<std::string> renamed_targets_;
+    // Where two items can meet under one name and the second would replace what stands there (overwrite, or an
+    // answer that may say so): a hash of each target this job published, to refuse that (refuse_own_copy).
+    // target_folders_ forgets a folder's names once the walk leaves it; a merge of two folders comes back.
+    bool guards_own_copies_ = false;
+    std::unordered_set<std::size_t> published_here_;
     std::vector<std::pair<std::string, Sha256Digest>> hashed_; // (target, digest) for the manifest
     bool rate_restarted_ = true;      // after a count beside the run (restart_rate_after_count)
     std::size_t resolved_errors_ = 0; // of the plan's errors, those start() reported (resolving the destination)

@@ -40,7 +40,7 @@ SmallFileBatch::Hooks JobRunner::batch_hooks()
     };
     hooks.published = [this](BatchedFile &f) {
         if (spec_.move)
-            remove_source(f.source_dir, f.source_name, f.source);
+            remove_source(f.source_dir, f.source_name, f.source, f.stamp);
         report_done(f.source, f.target, f.bytes, f.note, f.digest);
     };
     if (counting_.valid())
@@ -163,6 +163,7 @@ void JobRunner::start(JobPlan &plan)
     // With one item no other of this job can take its target's name (under another case, or by a move's rename),
     // so what resolving found there holds for the run (CopyItem::target_absent).
     single_item_ = plan.items.size() == 1;
+    guards_own_copies_ = !single_item_ && (spec_.conflict == ConflictPolicy::Overwrite || spec_.ask_conflict);
     const bool share = is_network_share(plan.device);
     counters_.share.store(share);
     // On a share each chunk's sync is a round trip or two (an SMB flush, an NFS COMMIT, sshfs's fsync, which
@@ -385,8 +386,9 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
         report_error(std::move(error), source);
         return;
     }
-    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin,
+    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin, task.named_by_job,
                                         single_item_ && item.known_absent(entry.rel, dst_rel));
+    task.named_by_job = task.named_by_job || published_here(dst_rel, task.dst_display + "/" + dst_name);
     if (spec_.rename_invalid)
         task.note = rename_note(join(item.target_name, entry.rel));
     switch (entry.kind) {
@@ -444,7 +446,7 @@ void JobRunner::copy_symlink(const FileTask &where)
     existing.is_dir = existing.exists && S_ISDIR(st.st_mode);
     if (const std::optional<std::string> there = link_there(where, target, existing, st)) {
         if (spec_.move)
-            remove_source(where.src_dir, where.src_name, where.source);
+            remove_source(where.src_dir, where.src_name, where.source, std::nullopt);
         return report_done(where.source, where.dst_display + "/" + *there, 0, already_there_note());
     }
     // Links are not worth a question: the job's policy decides.
@@ -462,7 +464,7 @@ void JobRunner::copy_symlink(const FileTask &where)
         !s)
         return report_error(std::move(s), where.source);
     if (spec_.move)
-        remove_source(where.src_dir, where.src_name, where.source);
+        remove_source(where.src_dir, where.src_name, where.source, std::nullopt);
     report_done(where.source, where.dst_display + "/" + final_name, 0, where.note);
 }
 

@@ -17,6 +17,7 @@
 #include "small_batch.h"
 #include "verify.h"
 
+#include <fstream>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -619,6 +620,103 @@ TEST_CASE("move: a target with the same bytes counts as moved, different bytes a
     CHECK(run.summary.errors == 1);
     REQUIRE(run.first(JobEvent::Kind::Error));
     CHECK(run.first(JobEvent::Kind::Error)->status.err() == EEXIST);
+}
+
+TEST_CASE("move: a source written to while it was copied is kept, and so is one replaced under its name")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 3);
+    write_pattern_file(t / "tree/big", 3 * MiB, 7);
+    mkdir_p(t / "out");
+    // As each copy takes its name, its source changes: f0 and big are appended to (an editor saving, a log), f1
+    // is replaced by another file of the same size (an atomic save), f2 is left alone.
+    struct ChangedMeanwhile : FaultSyscalls {
+        std::string tree;
+        int raw_renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags) override
+        {
+            const int r = FaultSyscalls::raw_renameat2(olddir, oldpath, newdir, newpath, flags);
+            const std::string name = newpath;
+            if (r == 0 && (name == "f0" || name == "big")) {
+                std::ofstream(tree + "/" + name, std::ios::app) << "more";
+            } else if (r == 0 && name == "f1") {
+                const std::string other = tree + "/.f1.new";
+                write_pattern_file(other, file_size(tree + "/f1"), 99);
+                ::rename(other.c_str(), (tree + "/f1").c_str());
+            }
+            return r;
+        }
+    } fs;
+    fs.tree = t / "tree";
+    JobSpec spec = spec_of({t / "tree"}, t / "out");
+    spec.move = true;
+    spec.hash_sources = true; // a copy and a removal, not a rename
+    JobRun run;
+    {
+        ScopedSyscalls seam(fs);
+        run = run_job(spec);
+    }
+    CHECK(run.summary.errors == 3);
+    for (const std::string kept : {"f0", "f1", "big"}) {
+        INFO(kept);
+        CHECK(exists(t / ("tree/" + kept)));
+        CHECK(exists(t / ("out/tree/" + kept)));
+    }
+    CHECK(file_size(t / "tree/big") == 3 * MiB + 4);
+    CHECK(file_size(t / "out/tree/big") == 3 * MiB); // as it was read
+    CHECK_FALSE(exists(t / "tree/f2"));
+    CHECK(exists(t / "out/tree/f2"));
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.message().find("changed while it was moved") != std::string::npos);
+}
+
+TEST_CASE("two sources with one name and overwrite: the second never replaces the first's copy, moved or not")
+{
+    TempDir t;
+    for (const char *dir : {"a", "b", "out", "out2"})
+        mkdir_p(t / dir);
+    write_text_file(t / "a/x", "first");
+    write_text_file(t / "b/x", "second");
+    JobRun copied = run_job(spec_of({t / "a/x", t / "b/x"}, t / "out", ConflictPolicy::Overwrite));
+    CHECK(read_file(t / "out/x") == "first");
+    CHECK(copied.summary.errors == 1);
+    REQUIRE(copied.first(JobEvent::Kind::Error));
+    CHECK(copied.first(JobEvent::Kind::Error)->status.message().find("copied by this job") != std::string::npos);
+    // A move: a's source is gone once its copy is published, so that copy is the only one left of it.
+    JobSpec move = spec_of({t / "a/x", t / "b/x"}, t / "out2", ConflictPolicy::Overwrite);
+    move.move = true;
+    JobRun moved = run_job(move);
+    CHECK(read_file(t / "out2/x") == "first");
+    CHECK_FALSE(exists(t / "a/x"));
+    CHECK(read_file(t / "b/x") == "second"); // not moved: its source stays
+    CHECK(moved.summary.errors == 1);
+    // Folders merged: a's moved by one rename, b's files then meet a's under the same names.
+    for (const char *dir : {"a/photos", "b/photos", "out3"})
+        mkdir_p(t / dir);
+    write_text_file(t / "a/photos/p", "a's");
+    write_text_file(t / "b/photos/p", "b's");
+    write_text_file(t / "b/photos/q", "only b's");
+    JobSpec merge = spec_of({t / "a/photos", t / "b/photos"}, t / "out3", ConflictPolicy::Overwrite);
+    merge.move = true;
+    JobRun merged = run_job(merge);
+    CHECK(read_file(t / "out3/photos/p") == "a's");
+    CHECK(read_file(t / "out3/photos/q") == "only b's");
+    CHECK(read_file(t / "b/photos/p") == "b's");
+    CHECK(merged.summary.errors == 1);
+    // A copy merging two folders deeper down: a's names were left behind by the walk, its copies are still its own.
+    for (const char *dir : {"c", "c/top", "c/top/sub", "d", "d/top", "d/top/sub", "out4"})
+        mkdir_p(t / dir);
+    write_text_file(t / "c/top/sub/p", "c's");
+    write_text_file(t / "d/top/sub/p", "d's");
+    write_text_file(t / "c/top/r", "c's r");
+    JobRun deep = run_job(spec_of({t / "c/top", t / "d/top"}, t / "out4", ConflictPolicy::Overwrite));
+    CHECK(read_file(t / "out4/top/sub/p") == "c's");
+    CHECK(deep.summary.errors == 1);
+    // Overwriting what was there before the job is still what --overwrite does.
+    write_text_file(t / "b/y", "new");
+    write_text_file(t / "out2/y", "old");
+    JobRun over = run_job(spec_of({t / "b/y"}, t / "out2", ConflictPolicy::Overwrite));
+    CHECK(over.summary.ok());
+    CHECK(read_file(t / "out2/y") == "new");
 }
 
 TEST_CASE("small files start their own writeback on removable devices and on FAT, not on a fixed disk's ext4")
