@@ -164,6 +164,13 @@ Status check_target(const std::string &source, const struct stat &st, CopyItem &
     if (existing.st_dev == st.st_dev && existing.st_ino == st.st_ino)
         return Status::from_errno(EINVAL, "same file", source)
             .with_detail(i18n("source and destination are the same file"));
+    // A link is copied as a link: over the very file it points to, that file would be gone, the link left
+    // pointing at itself.
+    struct stat pointed {};
+    if (S_ISLNK(st.st_mode) && sys().fstatat(AT_FDCWD, source.c_str(), &pointed, 0) == 0 &&
+        existing.st_dev == pointed.st_dev && existing.st_ino == pointed.st_ino)
+        return Status::from_errno(EINVAL, "same file", source)
+            .with_detail(i18n("the link points to the file it would replace"));
     if (item.source_is_dir && !S_ISDIR(existing.st_mode))
         return Status::destination(ENOTDIR, "folder onto a file", target)
             .with_detail(i18n("exists and is not a folder; a folder cannot replace it"));

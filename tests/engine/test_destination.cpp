@@ -124,6 +124,22 @@ TEST_CASE("dest rules: copying a file onto itself is refused")
     CHECK(r.errors[0].message().find("same file") != std::string::npos);
 }
 
+TEST_CASE("dest rules: a link onto the file it points to is refused")
+{
+    TempDir t;
+    ::mkdir((t / "d").c_str(), 0755);
+    ::mkdir((t / "s").c_str(), 0755);
+    test::write_text_file(t / "d/f", "the only copy");
+    REQUIRE(::symlink("../d/f", (t / "s/f").c_str()) == 0);
+    Resolution r = resolve_destination({t / "s/f"}, t / "d");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].message().find("points to the file it would replace") != std::string::npos);
+    CHECK(r.items.empty());
+    // Elsewhere the same link is copied as a link.
+    ::mkdir((t / "e").c_str(), 0755);
+    CHECK(resolve_destination({t / "s/f"}, t / "e").items.size() == 1);
+}
+
 TEST_CASE("dest rules: '.' as a source takes the folder's real name")
 {
     TempDir t;
