@@ -413,6 +413,8 @@ private:
     bool report_found(FileTask &task, const std::string &name);
     bool decide_conflict(FileTask &task, const ExistingTarget &existing);
     bool refuse_own_copy(const FileTask &task, const std::string &target);
+    bool part_beside_its_file(const FileTask &task);
+    void claim_target(FileTask &task, const CopyItem &item, const std::string &dst_rel);
     bool published_here(const std::string &dst_rel, const std::string &target) const;
     void copy_file_with_retries(FileTask &task);
     Status copy_file(FileTask &task, AttemptBytes &bytes);

@@ -354,6 +354,37 @@ void JobRunner::walk_item(ItemWalk &walk)
         remove_moved_dirs(walk);
 }
 
+// The task's target name, taken for this job: whether it is free, and whether this job put a file there already.
+void JobRunner::claim_target(FileTask &task, const CopyItem &item, const std::string &dst_rel)
+{
+    const std::string dst_parent_rel = split_rel(dst_rel).first;
+    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin, task.named_by_job,
+                                        single_item_ && item.known_absent(task.entry.rel, dst_rel));
+    task.named_by_job = task.named_by_job || published_here(dst_rel, task.dst_display + "/" + task.dst_name);
+}
+
+// A part file of an earlier copy (".X.part") beside its own file X in a source folder, as a stick's folder with an
+// interrupted copy on it holds: copied, it would take the name of X's own part file at the target, and could be
+// published as X. It is left out and said so; true then.
+bool JobRunner::part_beside_its_file(const FileTask &task)
+{
+    if (task.entry.kind != EntryKind::File)
+        return false;
+    const std::string &name = task.src_name;
+    const std::string suffix = ".part";
+    if (name.size() <= 1 + suffix.size() || name[0] != '.' ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return false;
+    const std::string file = name.substr(1, name.size() - 1 - suffix.size());
+    struct stat st {};
+    if (part_name_for(file) != name || sys().fstatat(task.src_dir->get(), file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return false;
+    report_skip(task.source,
+                i18nc("%1 is a file name", "the part file of an unfinished copy of %1, which is copied itself", file),
+                LeftOut::PartFile);
+    return true;
+}
+
 void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
 {
     const CopyItem &item = walk.plan.item;
@@ -386,9 +417,9 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
         report_error(std::move(error), source);
         return;
     }
-    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin, task.named_by_job,
-                                        single_item_ && item.known_absent(entry.rel, dst_rel));
-    task.named_by_job = task.named_by_job || published_here(dst_rel, task.dst_display + "/" + dst_name);
+    if (part_beside_its_file(task))
+        return;
+    claim_target(task, item, dst_rel);
     if (spec_.rename_invalid)
         task.note = rename_note(join(item.target_name, entry.rel));
     switch (entry.kind) {

@@ -70,6 +70,8 @@ const char *to_string(LeftOut reason)
         return "after-error";
     case LeftOut::NoRoom:
         return "no-room";
+    case LeftOut::PartFile:
+        return "part-file";
     }
     return "?";
 }

@@ -32,6 +32,7 @@ enum class LeftOut {
     Exists,      // the target exists and the conflict policy (or answer) said skip
     AfterError,  // the user chose to skip it after it failed
     NoRoom,      // JobSpec::fit_to_space: what fits went first, and this did not
+    PartFile,    // an earlier copy's part file beside the file it belongs to, which is copied itself
 };
 const char *to_string(LeftOut reason);
 

@@ -719,6 +719,40 @@ TEST_CASE("two sources with one name and overwrite: the second never replaces th
     CHECK(read_file(t / "out2/y") == "new");
 }
 
+TEST_CASE("a source folder holding an earlier copy's part file beside its file: the file is copied, the part left")
+{
+    TempDir t;
+    mkdir_p(t / "stick");
+    mkdir_p(t / "out");
+    write_pattern_file(t / "stick/x", 3000, 1);
+    write_pattern_file(t / "stick/.x.part", 2000, 2); // an interrupted copy of x onto this stick, once
+    write_pattern_file(t / "stick/big", 3 * MiB, 3);
+    write_pattern_file(t / "stick/.big.part", MiB, 4);
+    write_pattern_file(t / "stick/.alone.part", 100, 5); // no "alone" beside it: an ordinary file
+    for (const bool move : {false, true}) {
+        INFO("move " << move);
+        const std::string out = t / (move ? "out/moved" : "out/copied");
+        mkdir_p(out);
+        JobSpec spec = spec_of({t / "stick"}, out);
+        spec.move = move;
+        spec.hash_sources = true; // a move copies and removes
+        JobRun run = run_job(spec);
+        CHECK(run.summary.errors == 0);
+        CHECK(run.summary.files_skipped == 2);
+        CHECK(file_size(out + "/stick/x") == 3000);
+        CHECK(file_size(out + "/stick/big") == 3 * MiB);
+        CHECK(exists(out + "/stick/.alone.part"));
+        CHECK_FALSE(exists(out + "/stick/.x.part"));
+        CHECK_FALSE(exists(out + "/stick/.big.part"));
+        REQUIRE(run.first(JobEvent::Kind::Skipped));
+        CHECK(run.first(JobEvent::Kind::Skipped)->message.find("unfinished copy") != std::string::npos);
+    }
+    // Moved: the part files stay at the source, the rest is gone.
+    CHECK(exists(t / "stick/.x.part"));
+    CHECK(exists(t / "stick/.big.part"));
+    CHECK_FALSE(exists(t / "stick/x"));
+}
+
 TEST_CASE("small files start their own writeback on removable devices and on FAT, not on a fixed disk's ext4")
 {
     DeviceInfo fixed_ext4;
