@@ -87,7 +87,7 @@ void JobRunner::report_done(const std::string &source, std::string target, uint6
     ++summary_.files_copied;
     summary_.bytes += bytes;
     if (guards_own_copies_)
-        published_here_.insert(std::hash<std::string> {}(target));
+        published_here_.insert(std::hash<std::string> {}(fold_case(target, folds_case())));
     if (spec_.source_share)
         spec_.source_share->done(spec_.share_member, source);
     counters_.files_done.fetch_add(1);
@@ -156,13 +156,12 @@ JobRunner::TargetFolder &JobRunner::target_folder(const std::string &rel)
 }
 
 bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin,
-                                 bool &named_by_job, bool known_absent)
+                                 bool known_absent)
 {
     TargetFolder &folder = target_folder(dst_parent_rel);
     const std::string name = split_rel(dst_rel).second;
     std::string folded = fold_case(name, folds_case());
     const bool inserted = folder.names.insert(folded).second;
-    named_by_job = !inserted;
     if (!inserted) {
         // Taken by this job: under another case it is a twin, the one in |cased| or else the folded one.
         const auto cased = folder.cased.find(folded);
@@ -179,7 +178,7 @@ bool JobRunner::claim_fresh_name(const std::string &dst_parent_rel, const std::s
 // move renamed into place whole.
 bool JobRunner::published_here(const std::string &dst_rel, const std::string &target) const
 {
-    if (guards_own_copies_ && published_here_.count(std::hash<std::string> {}(target)) > 0)
+    if (guards_own_copies_ && published_here_.count(std::hash<std::string> {}(fold_case(target, folds_case()))) > 0)
         return true;
     return std::any_of(renamed_targets_.begin(), renamed_targets_.end(),
                        [&](const std::string &r) { return dst_rel == r || below(dst_rel, r); });

@@ -314,8 +314,8 @@ struct FileTask {
     // A name this job copied into the same folder that the filesystem can't tell from this one (FAT, exFAT and
     // NTFS ignore case): "Makefile" for "makefile". Empty when there is none.
     std::string case_twin;
-    // This job copied another file to this very name in this folder already ("a/x" and "b/x" into one folder, or
-    // case twins): that copy is never replaced by this one.
+    // This job published another file under this very name already ("a/x" and "b/x" into one folder, case twins,
+    // two names made valid alike): that copy is never replaced by this one (published_here).
     bool named_by_job = false;
     // Opened and read ahead (SourcePrefetch); taken by the first attempt, a retry opens the file again.
     std::optional<SourcePrefetch::Source> prefetched;
@@ -416,6 +416,7 @@ private:
     bool part_beside_its_file(const FileTask &task);
     void claim_target(FileTask &task, const CopyItem &item, const std::string &dst_rel);
     bool published_here(const std::string &dst_rel, const std::string &target) const;
+    bool own_copies_can_meet() const;
     void copy_file_with_retries(FileTask &task);
     Status copy_file(FileTask &task, AttemptBytes &bytes);
     Status open_source(FileTask &task, UniqueFd &in, struct stat &st);
@@ -446,7 +447,7 @@ private:
     // the name was |known_absent| (the item's target, found absent as it was resolved), and this job has not used
     // it.
     bool claim_fresh_name(const std::string &dst_parent_rel, const std::string &dst_rel, std::string &case_twin,
-                          bool &named_by_job, bool known_absent = false);
+                          bool known_absent = false);
 
     const JobSpec &spec_;
     const JobControl &control_;

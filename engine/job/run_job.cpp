@@ -152,6 +152,14 @@ void JobRunner::end_plan(bool wait)
         report_error(counted.space, spec_.destination);
 }
 
+// Two entries can meet under one name with more than one item, where the filesystem folds case, or where
+// invalid names are changed; only overwrite (or a question) would let the second replace the first.
+bool JobRunner::own_copies_can_meet() const
+{
+    const bool meet = !single_item_ || folds_case() || spec_.rename_invalid;
+    return meet && (spec_.conflict == ConflictPolicy::Overwrite || spec_.ask_conflict);
+}
+
 void JobRunner::start(JobPlan &plan)
 {
     for (Status &s : plan.errors) {
@@ -163,7 +171,7 @@ void JobRunner::start(JobPlan &plan)
     // With one item no other of this job can take its target's name (under another case, or by a move's rename),
     // so what resolving found there holds for the run (CopyItem::target_absent).
     single_item_ = plan.items.size() == 1;
-    guards_own_copies_ = !single_item_ && (spec_.conflict == ConflictPolicy::Overwrite || spec_.ask_conflict);
+    guards_own_copies_ = own_copies_can_meet();
     const bool share = is_network_share(plan.device);
     counters_.share.store(share);
     // On a share each chunk's sync is a round trip or two (an SMB flush, an NFS COMMIT, sshfs's fsync, which
@@ -358,9 +366,9 @@ void JobRunner::walk_item(ItemWalk &walk)
 void JobRunner::claim_target(FileTask &task, const CopyItem &item, const std::string &dst_rel)
 {
     const std::string dst_parent_rel = split_rel(dst_rel).first;
-    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin, task.named_by_job,
+    task.target_free = claim_fresh_name(dst_parent_rel, dst_rel, task.case_twin,
                                         single_item_ && item.known_absent(task.entry.rel, dst_rel));
-    task.named_by_job = task.named_by_job || published_here(dst_rel, task.dst_display + "/" + task.dst_name);
+    task.named_by_job = published_here(dst_rel, task.dst_display + "/" + task.dst_name);
 }
 
 // A part file of an earlier copy (".X.part") beside its own file X in a source folder, as a stick's folder with an
@@ -368,7 +376,7 @@ void JobRunner::claim_target(FileTask &task, const CopyItem &item, const std::st
 // published as X. It is left out and said so; true then.
 bool JobRunner::part_beside_its_file(const FileTask &task)
 {
-    if (task.entry.kind != EntryKind::File)
+    if (task.entry.kind != EntryKind::File || task.entry.rel.empty()) // named on the command line: it is wanted
         return false;
     const std::string &name = task.src_name;
     const std::string suffix = ".part";
@@ -377,7 +385,8 @@ bool JobRunner::part_beside_its_file(const FileTask &task)
         return false;
     const std::string file = name.substr(1, name.size() - 1 - suffix.size());
     struct stat st {};
-    if (part_name_for(file) != name || sys().fstatat(task.src_dir->get(), file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    if (part_name_for(file) != name ||
+        sys().fstatat(task.src_dir->get(), file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
         return false;
     report_skip(task.source,
                 i18nc("%1 is a file name", "the part file of an unfinished copy of %1, which is copied itself", file),
@@ -487,6 +496,10 @@ void JobRunner::copy_symlink(const FileTask &where)
         return report_skip(where.source, i18n("already exists at the destination"), LeftOut::Exists);
     if (d.outcome != ConflictDecision::Outcome::Proceed)
         return report_error(d.error, where.source);
+    if (where.named_by_job && existing.exists && d.policy == ConflictPolicy::Overwrite) {
+        refuse_own_copy(where, where.dst_display + "/" + where.dst_name);
+        return;
+    }
     if (!wait_for_plan())
         return; // the plan found too little room, or the job stops: not an error of this link's
     std::string final_name;

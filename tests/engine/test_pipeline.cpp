@@ -711,6 +711,18 @@ TEST_CASE("two sources with one name and overwrite: the second never replaces th
     JobRun deep = run_job(spec_of({t / "c/top", t / "d/top"}, t / "out4", ConflictPolicy::Overwrite));
     CHECK(read_file(t / "out4/top/sub/p") == "c's");
     CHECK(deep.summary.errors == 1);
+    // A link under a name a moved file took: it does not replace that file either.
+    for (const char *dir : {"e", "f", "out5"})
+        mkdir_p(t / dir);
+    write_text_file(t / "e/z", "e's file");
+    REQUIRE(::symlink("elsewhere", (t / "f/z").c_str()) == 0);
+    JobSpec links = spec_of({t / "e/z", t / "f/z"}, t / "out5", ConflictPolicy::Overwrite);
+    links.move = true;
+    JobRun linked = run_job(links);
+    CHECK(read_file(t / "out5/z") == "e's file");
+    struct stat link_st {};
+    CHECK((::lstat((t / "f/z").c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode)));
+    CHECK(linked.summary.errors == 1);
     // Overwriting what was there before the job is still what --overwrite does.
     write_text_file(t / "b/y", "new");
     write_text_file(t / "out2/y", "old");
@@ -751,6 +763,12 @@ TEST_CASE("a source folder holding an earlier copy's part file beside its file: 
     CHECK(exists(t / "stick/.x.part"));
     CHECK(exists(t / "stick/.big.part"));
     CHECK_FALSE(exists(t / "stick/x"));
+    // Named on the command line, a part file is what the user wants: it is copied.
+    write_pattern_file(t / "stick/x", 3000, 1);
+    mkdir_p(t / "rescue");
+    JobRun rescued = run_job(spec_of({t / "stick/.x.part"}, t / "rescue"));
+    CHECK(rescued.summary.complete());
+    CHECK(file_size(t / "rescue/.x.part") == 2000);
 }
 
 TEST_CASE("small files start their own writeback on removable devices and on FAT, not on a fixed disk's ext4")
