@@ -281,6 +281,13 @@ CheckedFile check_one(int dirfd, const std::string &dir, const ManifestEntry &e,
         r.status = Status::destination(errno, "open", display);
         return r;
     }
+    // A name that is a device or a FIFO now (/dev/zero has no end): not the file that was summed.
+    struct stat st {};
+    if (sys().fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        r.result = CheckedFile::Result::Unreadable;
+        r.status = Status::destination(EINVAL, "open", display).with_detail(i18n("is not a regular file"));
+        return r;
+    }
     Sha256Digest digest {};
     if (Status s = hash_from_device(fd.get(), display, control, digest); !s) {
         if (s.err() == ECANCELED)

@@ -141,7 +141,11 @@ bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existi
         return UniqueFd(sys().openat(dir->get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0));
     };
     UniqueFd a = open_at(task.src_dir, task.src_name), b = open_at(task.dst_dir, name);
-    return a && b && same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict);
+    struct stat st {};
+    // A FIFO or a device under the name holds no copy, however few bytes the source has.
+    if (!a || !b || sys().fstat(b.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    return same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict);
 }
 
 // JobSpec::resume: a link the interrupted run published points where the source does.

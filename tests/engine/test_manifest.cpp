@@ -176,6 +176,12 @@ TEST_CASE("check: a flipped byte and a missing file are found, and an intact cop
     REQUIRE(::unlink((t / "b").c_str()) == 0);
     CHECK(results() == std::map<std::string, CheckedFile::Result> {{"a", CheckedFile::Result::Mismatch},
                                                                    {"b", CheckedFile::Result::Missing}});
+    // A name that is a FIFO or a device now: said so at once, never read without end or waited on.
+    REQUIRE(::unlink((t / "a").c_str()) == 0);
+    REQUIRE(::mkfifo((t / "a").c_str(), 0644) == 0);
+    REQUIRE(::symlink("/dev/zero", (t / "b").c_str()) == 0);
+    CHECK(results() == std::map<std::string, CheckedFile::Result> {{"a", CheckedFile::Result::Unreadable},
+                                                                   {"b", CheckedFile::Result::Unreadable}});
     // Not a manifest at all.
     write_text_file(t / "notes.txt", "just text\n");
     const JobControl control;

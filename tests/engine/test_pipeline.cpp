@@ -610,14 +610,18 @@ TEST_CASE("move: a target with the same bytes counts as moved, different bytes a
     // A move killed after publishing f0 and before removing its source; f1's target is another file.
     write_pattern_file(t / "out/tree/f0", 3000, 1); // make_small_tree's f0, byte for byte
     write_text_file(t / "out/tree/f1", "something else");
+    // An empty file's target is a FIFO: no bytes to compare, and still no copy.
+    write_text_file(t / "tree/empty", "");
+    REQUIRE(::mkfifo((t / "out/tree/empty").c_str(), 0644) == 0);
     JobSpec spec = spec_of({t / "tree"}, t / "out");
     spec.move = true;
     spec.hash_sources = true;
     JobRun run = run_job(spec);
     CHECK_FALSE(exists(t / "tree/f0"));
     CHECK(exists(t / "tree/f1"));
+    CHECK(exists(t / "tree/empty"));
     CHECK(read_file(t / "out/tree/f1") == "something else");
-    CHECK(run.summary.errors == 1);
+    CHECK(run.summary.errors == 2);
     REQUIRE(run.first(JobEvent::Kind::Error));
     CHECK(run.first(JobEvent::Kind::Error)->status.err() == EEXIST);
 }
