@@ -693,8 +693,19 @@ TEST_CASE("two sources with one name and overwrite: the second never replaces th
     CHECK_FALSE(exists(t / "a/x"));
     CHECK(read_file(t / "b/x") == "second"); // not moved: its source stays
     CHECK(moved.summary.errors == 1);
+    // Overwriting what was there before the job is still what --overwrite does.
+    write_text_file(t / "b/y", "new");
+    write_text_file(t / "out2/y", "old");
+    JobRun over = run_job(spec_of({t / "b/y"}, t / "out2", ConflictPolicy::Overwrite));
+    CHECK(over.summary.ok());
+    CHECK(read_file(t / "out2/y") == "new");
+}
+
+TEST_CASE("two folders merged with overwrite: the second's files never replace the first's copies, moved or not")
+{
+    TempDir t;
     // Folders merged: a's moved by one rename, b's files then meet a's under the same names.
-    for (const char *dir : {"a/photos", "b/photos", "out3"})
+    for (const char *dir : {"a", "b", "a/photos", "b/photos", "out3"})
         mkdir_p(t / dir);
     write_text_file(t / "a/photos/p", "a's");
     write_text_file(t / "b/photos/p", "b's");
@@ -715,7 +726,11 @@ TEST_CASE("two sources with one name and overwrite: the second never replaces th
     JobRun deep = run_job(spec_of({t / "c/top", t / "d/top"}, t / "out4", ConflictPolicy::Overwrite));
     CHECK(read_file(t / "out4/top/sub/p") == "c's");
     CHECK(deep.summary.errors == 1);
-    // A link under a name a moved file took: it does not replace that file either.
+}
+
+TEST_CASE("a link under a name a moved file took does not replace that file either")
+{
+    TempDir t;
     for (const char *dir : {"e", "f", "out5"})
         mkdir_p(t / dir);
     write_text_file(t / "e/z", "e's file");
@@ -727,12 +742,6 @@ TEST_CASE("two sources with one name and overwrite: the second never replaces th
     struct stat link_st {};
     CHECK((::lstat((t / "f/z").c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode)));
     CHECK(linked.summary.errors == 1);
-    // Overwriting what was there before the job is still what --overwrite does.
-    write_text_file(t / "b/y", "new");
-    write_text_file(t / "out2/y", "old");
-    JobRun over = run_job(spec_of({t / "b/y"}, t / "out2", ConflictPolicy::Overwrite));
-    CHECK(over.summary.ok());
-    CHECK(read_file(t / "out2/y") == "new");
 }
 
 TEST_CASE("a source folder holding an earlier copy's part file beside its file: the file is copied, the part left")

@@ -22,6 +22,7 @@ from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "flatpak"))
+import desktop_standin  # noqa: E402
 from desktop_standin import plain  # noqa: E402  D-Bus values as JSON's
 
 SERVER = "org.kde.JobViewServerV2"
@@ -79,29 +80,19 @@ class JobViewServer(dbus.service.Object):
         return dbus.ObjectPath(path)
 
 
-class Notifications(dbus.service.Object):
-    def __init__(self, bus):
-        super().__init__(bus, "/org/freedesktop/Notifications")
-        self.next_id = 1
+class Notifications(desktop_standin.Notifications):
+    """The notification server of desktop_standin.py, its calls written with their time, ids and hints."""
 
     @dbus.service.method("org.freedesktop.Notifications", in_signature="susssasa{sv}i", out_signature="u")
     def Notify(self, app_name, replaces_id, app_icon, summary, body, actions, hints, timeout):
         nid = dbus.UInt32(replaces_id or self.next_id)
         self.next_id += 0 if replaces_id else 1
         emit("Notify", "", (nid, app_name, app_icon, summary, body, hints, timeout))
-        return dbus.UInt32(nid)
+        return nid
 
     @dbus.service.method("org.freedesktop.Notifications", in_signature="u")
     def CloseNotification(self, nid):
         emit("CloseNotification", "", (nid,))
-
-    @dbus.service.method("org.freedesktop.Notifications", out_signature="as")
-    def GetCapabilities(self):
-        return ["body"]
-
-    @dbus.service.method("org.freedesktop.Notifications", out_signature="ssss")
-    def GetServerInformation(self):
-        return ("sanecopy-test", "SaneCopy", "1", "1.2")
 
 
 def main():
