@@ -77,10 +77,13 @@ struct DataToWrite {
 
 // A source as the walk saw it just before it was copied. A move removes only a source that is still so: one
 // written to, grown, cut short or replaced under its name meanwhile is not what the copy holds (JobRunner::
-// remove_source).
+// remove_source). The inode and change time catch what size and mtime miss: a file of the same size put in
+// its place with the old mtime (as rsync and cp -p leave it), or one rewritten and then given its mtime back.
 struct SourceStamp {
     uint64_t size = 0;
     struct timespec mtime {};
+    struct timespec ctime {};
+    ino_t ino = 0;
 };
 
 struct BatchedFile {

@@ -58,7 +58,7 @@ bool JobRunner::report_found(FileTask &task, const std::string &name)
         return true;
     count_unmoved(task.entry.size);
     if (spec_.move)
-        remove_source(task.src_dir, task.src_name, task.source, SourceStamp {task.entry.size, task.entry.mtime});
+        remove_source(task.src_dir, task.src_name, task.source, source_stamp(task.entry));
     report_done(task.source, task.dst_display + "/" + name, task.entry.size,
                 spec_.move ? (counters_.share.load()
                                   ? i18n("already on the share with the same bytes; the source was removed")

@@ -101,7 +101,7 @@ Status JobRunner::write_side_by_side(FileTask &task, UniqueFd in, uint64_t size)
     f.note = task.note;
     f.source_dir = task.src_dir;
     f.source_name = task.src_name;
-    f.stamp = SourceStamp {task.entry.size, task.entry.mtime};
+    f.stamp = source_stamp(task.entry);
     f.attributes = PendingAttributes {task.entry.mode, task.entry.mtime};
     f.to_write = DataToWrite {
         std::move(in), session_.route, &counters_, std::move(task.residency), &control_, [this] { return stopping(); }};
@@ -153,7 +153,7 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
                  task.src_name,
                  later,
                  {},
-                 SourceStamp {task.entry.size, task.entry.mtime}});
+                 source_stamp(task.entry)});
     return {};
 }
 
@@ -275,7 +275,7 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
             join_notes(notes, counters_.share.load() ? i18n("resumed after %1 MiB already on the share", start >> 20)
                                                      : i18n("resumed after %1 MiB already on the device", start >> 20));
     if (spec_.move)
-        remove_source(task.src_dir, task.src_name, task.source, SourceStamp {task.entry.size, task.entry.mtime});
+        remove_source(task.src_dir, task.src_name, task.source, source_stamp(task.entry));
     report_done(task.source, task.dst_display + "/" + final_name, copied.copied, notes, digest);
     return {};
 }

@@ -68,6 +68,21 @@ void JobRunner::hash_renamed(const ItemPlan &plan)
     }
 }
 
+namespace {
+
+bool same_time(const struct timespec &a, const struct timespec &b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool still_as_copied(const struct stat &st, const SourceStamp &copied_as)
+{
+    return S_ISREG(st.st_mode) && st.st_ino == copied_as.ino && uint64_t(st.st_size) == copied_as.size &&
+           same_time(st.st_mtim, copied_as.mtime) && same_time(st.st_ctim, copied_as.ctime);
+}
+
+} // namespace
+
 // The source of a moved file, once its copy is durable under its real name, if it is still what was copied
 // (|copied_as|; a link has none): a file written to, cut short or replaced under its name while it was copied
 // holds what the copy does not, and stays.
@@ -76,8 +91,7 @@ void JobRunner::remove_source(const SharedDirFd &dir, const std::string &name, c
 {
     struct stat st {};
     if (copied_as && sys().fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        (!S_ISREG(st.st_mode) || uint64_t(st.st_size) != copied_as->size ||
-         st.st_mtim.tv_sec != copied_as->mtime.tv_sec || st.st_mtim.tv_nsec != copied_as->mtime.tv_nsec)) {
+        !still_as_copied(st, *copied_as)) {
         report_error(Status::source(EAGAIN, "remove source", source)
                          .with_detail(i18n("changed while it was moved: the copy holds it as it was, and the "
                                            "source was kept")),

@@ -322,6 +322,9 @@ struct FileTask {
     std::optional<SourceResidency> residency; // of the prefetched source the attempt took
 };
 
+// The source as the walk saw it, for a move's check before it removes the source (JobRunner::remove_source).
+inline SourceStamp source_stamp(const PlanEntry &e) { return SourceStamp {e.size, e.mtime, e.ctime, e.ino}; }
+
 // What one attempt at a file put into the progress counters, so a failed attempt can take it back.
 struct AttemptBytes {
     uint64_t written = 0;

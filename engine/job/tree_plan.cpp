@@ -32,7 +32,9 @@ PlanEntry entry_from_stat(const struct stat &st, std::string rel)
     e.rel = std::move(rel);
     e.mode = st.st_mode;
     e.mtime = st.st_mtim;
+    e.ctime = st.st_ctim;
     e.dev = st.st_dev;
+    e.ino = st.st_ino;
     if (S_ISDIR(st.st_mode))
         e.kind = EntryKind::Directory;
     else if (S_ISREG(st.st_mode)) {

@@ -43,7 +43,9 @@ struct PlanEntry {
     uint64_t allocated = 0; // st_blocks * 512: what a sparse file really needs on the target
     mode_t mode = 0;
     struct timespec mtime {};
+    struct timespec ctime {}; // with ino: a file replaced under its name, or changed with its mtime put back
     dev_t dev = 0;
+    ino_t ino = 0;
     LeftOut left_out = LeftOut::None; // set, with skip_reason, when the entry is reported and left out
     std::string skip_reason;
 };

@@ -629,23 +629,36 @@ TEST_CASE("move: a target with the same bytes counts as moved, different bytes a
 TEST_CASE("move: a source written to while it was copied is kept, and so is one replaced under its name")
 {
     TempDir t;
-    make_small_tree(t / "tree", 3);
+    make_small_tree(t / "tree", 4);
     write_pattern_file(t / "tree/big", 3 * MiB, 7);
     mkdir_p(t / "out");
-    // As each copy takes its name, its source changes: f0 and big are appended to (an editor saving, a log), f1
-    // is replaced by another file of the same size (an atomic save), f2 is left alone.
+    // As each copy takes its name, its source changes: f0 and big are appended to (an editor saving, a log); f1
+    // is replaced by another file of the same size and mtime (rsync's or cp -p's atomic save); f3 is rewritten in
+    // place with the same size and its mtime put back (cp -p over it); f2 is left alone.
     struct ChangedMeanwhile : FaultSyscalls {
         std::string tree;
+        static void put_mtime_back(const std::string &path, const struct stat &was)
+        {
+            const struct timespec times[2] = {was.st_atim, was.st_mtim};
+            REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+        }
         int raw_renameat2(int olddir, const char *oldpath, int newdir, const char *newpath, unsigned flags) override
         {
             const int r = FaultSyscalls::raw_renameat2(olddir, oldpath, newdir, newpath, flags);
-            const std::string name = newpath;
-            if (r == 0 && (name == "f0" || name == "big")) {
-                std::ofstream(tree + "/" + name, std::ios::app) << "more";
-            } else if (r == 0 && name == "f1") {
+            const std::string name = newpath, path = tree + "/" + name;
+            struct stat was {};
+            if (r != 0 || ::stat(path.c_str(), &was) != 0)
+                return r;
+            if (name == "f0" || name == "big") {
+                std::ofstream(path, std::ios::app) << "more";
+            } else if (name == "f1") {
                 const std::string other = tree + "/.f1.new";
-                write_pattern_file(other, file_size(tree + "/f1"), 99);
-                ::rename(other.c_str(), (tree + "/f1").c_str());
+                write_pattern_file(other, uint64_t(was.st_size), 99);
+                put_mtime_back(other, was);
+                ::rename(other.c_str(), path.c_str());
+            } else if (name == "f3") {
+                write_pattern_file(path, uint64_t(was.st_size), 98);
+                put_mtime_back(path, was);
             }
             return r;
         }
@@ -659,8 +672,8 @@ TEST_CASE("move: a source written to while it was copied is kept, and so is one 
         ScopedSyscalls seam(fs);
         run = run_job(spec);
     }
-    CHECK(run.summary.errors == 3);
-    for (const std::string kept : {"f0", "f1", "big"}) {
+    CHECK(run.summary.errors == 4);
+    for (const std::string kept : {"f0", "f1", "f3", "big"}) {
         INFO(kept);
         CHECK(exists(t / ("tree/" + kept)));
         CHECK(exists(t / ("out/tree/" + kept)));
