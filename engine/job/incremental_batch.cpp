@@ -155,6 +155,7 @@ Result<bool> IncrementalBatch::add(const std::string &source, const std::string 
                  nullptr,
                  {},
                  {},
+                 {},
                  {}});
     ++held_;
     return true;

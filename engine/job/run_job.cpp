@@ -418,7 +418,7 @@ void JobRunner::copy_entry(ItemWalk &walk, const PlanEntry &entry)
                    src_name, {},     join(walk.dst.display(), dst_parent_rel),
                    dst_name, false,  ConflictPolicy::Refuse,
                    {},       {},     {},
-                   {}};
+                   {},       {}};
     Status error;
     task.dst_dir = walk.dst.get(dst_parent_rel, error);
     task.src_dir = task.dst_dir ? walk.src.get(src_parent_rel, error) : SharedDirFd {};

@@ -311,7 +311,7 @@ void add_files(SmallFileBatch &batch, const TempDir &t, int files, ConflictPolic
         std::optional<PendingAttributes> later;
         if (pending_times)
             later = PendingAttributes {0600, {1'600'000'000 + i, 0}};
-        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, later, {}});
+        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, later, {}, {}});
     }
 }
 } // namespace
@@ -942,7 +942,7 @@ TEST_CASE("small files on a share: a group that must settle on the job's thread 
         REQUIRE(part.ok());
         REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
         const ConflictPolicy policy = i == 6 ? ConflictPolicy::Rename : ConflictPolicy::Refuse;
-        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, {}, {}});
+        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, {}, {}, {}});
     }
     batch.flush();
     REQUIRE(published.size() == 8);
