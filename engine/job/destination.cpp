@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <optional>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <system_error>
@@ -147,8 +148,17 @@ Status name_source(const std::string &source, CopyItem &item)
     return {};
 }
 
+FolderId folder_id(const std::string &dir)
+{
+    struct stat st {};
+    if (sys().fstatat(AT_FDCWD, dir.c_str(), &st, 0) != 0)
+        return {};
+    return FolderId {st.st_dev, st.st_ino};
+}
+
 // The target is neither the source itself, nor inside the source folder, nor a file a folder would replace.
-Status check_target(const std::string &source, const struct stat &st, CopyItem &item, const std::string &target)
+Status check_target(const std::string &source, const struct stat &st, CopyItem &item, const std::string &target,
+                    bool may_replace)
 {
     if (item.source_is_dir) {
         const std::string real_source = real_path(source);
@@ -165,9 +175,9 @@ Status check_target(const std::string &source, const struct stat &st, CopyItem &
         return Status::from_errno(EINVAL, "same file", source)
             .with_detail(i18n("source and destination are the same file"));
     // A link is copied as a link: over the very file it points to, that file would be gone, the link left
-    // pointing at itself.
+    // pointing at itself. Where nothing is replaced (skipped, or copied under a new name) it goes as any link.
     struct stat pointed {};
-    if (S_ISLNK(st.st_mode) && sys().fstatat(AT_FDCWD, source.c_str(), &pointed, 0) == 0 &&
+    if (may_replace && S_ISLNK(st.st_mode) && sys().fstatat(AT_FDCWD, source.c_str(), &pointed, 0) == 0 &&
         existing.st_dev == pointed.st_dev && existing.st_ino == pointed.st_ino)
         return Status::from_errno(EINVAL, "same file", source)
             .with_detail(i18n("the link points to the file it would replace"));
@@ -180,7 +190,7 @@ Status check_target(const std::string &source, const struct stat &st, CopyItem &
 // One source, checked against where it goes: it exists, it is not the root, a folder does not go into itself,
 // and the target is neither the source itself nor a file a folder would have to replace.
 Result<CopyItem> resolve_source(const std::string &source, const std::string &target_dir, const std::string &as_name,
-                                const std::string &real_target_dir)
+                                const std::string &real_target_dir, bool may_replace)
 {
     struct stat st {};
     if (sys().fstatat(AT_FDCWD, source.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -193,7 +203,7 @@ Result<CopyItem> resolve_source(const std::string &source, const std::string &ta
     item.target_dir = target_dir;
     item.target_name = as_name.empty() ? item.source_name : as_name;
     const std::string target = (real_target_dir == "/" ? "" : real_target_dir) + "/" + item.target_name;
-    if (Status s = check_target(source, st, item, target); !s)
+    if (Status s = check_target(source, st, item, target, may_replace); !s)
         return s;
     // Without the folder's real path the lookup was of another name: nothing is known of the target.
     if (real_target_dir.empty())
@@ -204,7 +214,7 @@ Result<CopyItem> resolve_source(const std::string &source, const std::string &ta
 } // namespace
 
 Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest, DestinationRule rule,
-                               const std::function<void(const std::string &folder)> &on_folder)
+                               const std::function<void(const std::string &folder)> &on_folder, bool may_replace)
 {
     Resolution r;
     if (sources.empty() || dest.empty()) {
@@ -217,12 +227,19 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
     if (on_folder)
         on_folder(target_dir);
     const std::string real_target_dir = real_path(target_dir);
+    std::optional<FolderId> receiving; // looked up for the first folder among the sources
     for (const std::string &source : sources) {
-        Result<CopyItem> item = resolve_source(source, target_dir, as_name, real_target_dir);
-        if (item.ok())
-            r.items.push_back(std::move(item.value()));
-        else
+        Result<CopyItem> item = resolve_source(source, target_dir, as_name, real_target_dir, may_replace);
+        if (!item.ok()) {
             r.errors.push_back(item.status());
+            continue;
+        }
+        if (item.value().source_is_dir) {
+            if (!receiving)
+                receiving = folder_id(target_dir);
+            item.value().target_dir_id = *receiving;
+        }
+        r.items.push_back(std::move(item.value()));
     }
     return r;
 }

@@ -12,11 +12,22 @@
 #include "paths.h" // strip_trailing_slashes, split_path: most users of the rules need them
 #include "result.h"
 
+#include <sys/stat.h>
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace sanecopy {
+
+// A folder by its device and inode, whatever path leads to it; all zero when unknown.
+struct FolderId {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    bool known() const { return ino != 0; }
+    bool is(const struct stat &st) const { return known() && st.st_dev == dev && st.st_ino == ino; }
+};
 
 struct CopyItem {
     std::string source;     // as given
@@ -29,6 +40,10 @@ struct CopyItem {
     // answer rather than asking again, a round trip each onto a share. Whatever appears there meanwhile still
     // meets the publish step's no-replace rename.
     bool target_absent = false;
+    // For a folder: the folder that receives it. Its walk leaves that folder out wherever it meets it, so a
+    // destination inside the source under a path of its own (a bind mount of a subfolder) is not copied into
+    // itself over and over; the path check sees only what the paths say.
+    FolderId target_dir_id;
 
     // Whether the entry |rel| below the item (empty: the item itself), named |name| in target_dir, is that target.
     bool known_absent(const std::string &rel, const std::string &name) const
@@ -49,9 +64,12 @@ enum class DestinationRule { FollowCp, ExactTarget };
 
 // |on_folder|, when given, learns the receiving folder as soon as it is known, before the sources' targets are
 // looked up in it (plan_job probes the folder's device meanwhile: onto a share each is a round trip).
+// |may_replace|: an existing target may be replaced (overwrite, or a question whose answer may be to); without
+// it a link that points to its own target is copied as any other link would be (skipped, or renamed).
 Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest,
                                DestinationRule rule = DestinationRule::FollowCp,
-                               const std::function<void(const std::string &folder)> &on_folder = {});
+                               const std::function<void(const std::string &folder)> &on_folder = {},
+                               bool may_replace = true);
 
 // Inside a flatpak sandbox (/.flatpak-info exists), a path the user sees on the host may not exist for SaneCopy:
 // what the sandbox shows, and the `flatpak override` that lets it reach |path|. Empty outside a sandbox.

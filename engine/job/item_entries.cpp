@@ -12,7 +12,9 @@ ItemEntries::ItemEntries(const ItemPlan &plan, const JobSpec &spec, const Device
       spec_(spec),
       device_(device),
       report_(std::move(report)),
-      tree_(plan.item.source_dir, plan.item.source_name, plan.item.source, [this](Status s) { report_(std::move(s)); })
+      tree_(
+          plan.item.source_dir, plan.item.source_name, plan.item.source, [this](Status s) { report_(std::move(s)); },
+          plan.item.target_dir_id)
 {}
 
 bool ItemEntries::advance()

@@ -329,8 +329,9 @@ JobPlan resolve_plan(const JobSpec &spec, bool open_folder)
 {
     JobPlan plan;
     DestinationProbe probe(open_folder);
-    Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule,
-                                         [&](const std::string &folder) { probe.start(folder); });
+    const bool may_replace = spec.conflict == ConflictPolicy::Overwrite || bool(spec.ask_conflict);
+    const auto on_folder = [&](const std::string &folder) { probe.start(folder); };
+    Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule, on_folder, may_replace);
     plan.errors = std::move(res.errors);
     if (!res.fatal.ok()) {
         plan.errors.push_back(res.fatal);
@@ -353,10 +354,11 @@ void job_detail::count_plan(JobPlan &plan, const JobSpec &spec, const PlanWatch 
     SpaceCounts space(spec, plan.device);
     uint64_t entries = 0;
     for (ItemPlan &item : plan.items) {
-        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [&](Status s) {
+        auto report = [&](Status s) {
             if (!watch.first_report || watch.first_report(s.path()))
                 plan.errors.push_back(std::move(s));
-        });
+        };
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, report, item.item.target_dir_id);
         TreeWarmer warmer(join(item.item.source_dir, item.item.source_name));
         AbsentTarget absent;
         for (PlanEntry e; !(watch.stop && watch.stop()) && walk.next(e);) {
@@ -397,7 +399,8 @@ DiscardResult discard_unfinished(const JobSpec &spec)
     DiscardResult result;
     JobPlan plan = plan_job(spec);
     for (const ItemPlan &item : plan.items) {
-        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, [](const Status &) {});
+        const auto ignore = [](const Status &) {};
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, ignore, item.item.target_dir_id);
         for (PlanEntry e; walk.next(e);) {
             if (e.kind != EntryKind::File)
                 continue;

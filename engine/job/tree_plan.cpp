@@ -51,6 +51,12 @@ PlanEntry entry_from_stat(const struct stat &st, std::string rel)
     return e;
 }
 
+std::string into_itself_reason()
+{
+    return i18n("is the folder the copy goes into, under another path (a bind mount): a folder cannot be copied "
+                "into itself");
+}
+
 } // namespace
 
 const char *to_string(LeftOut reason)
@@ -74,6 +80,8 @@ const char *to_string(LeftOut reason)
         return "no-room";
     case LeftOut::PartFile:
         return "part-file";
+    case LeftOut::IntoItself:
+        return "into-itself";
     }
     return "?";
 }
@@ -87,8 +95,8 @@ struct TreeWalk::Folder {
 };
 
 TreeWalk::TreeWalk(const std::string &dir, const std::string &name, std::string display,
-                   std::function<void(Status)> on_error)
-    : on_error_(std::move(on_error))
+                   std::function<void(Status)> on_error, FolderId receiving)
+    : on_error_(std::move(on_error)), receiving_(receiving)
 {
     display = strip_trailing_slashes(display);
     UniqueFd parent(sys().openat(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
@@ -99,6 +107,10 @@ TreeWalk::TreeWalk(const std::string &dir, const std::string &name, std::string 
     struct stat st {};
     if (sys().fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
         on_error_(Status::source(errno, "stat", display));
+        return;
+    }
+    if (receiving_.is(st)) {
+        on_error_(Status::source(EINVAL, "copy into itself", display).with_detail(into_itself_reason()));
         return;
     }
     if (S_ISDIR(st.st_mode)) {
@@ -150,7 +162,10 @@ bool TreeWalk::next(PlanEntry &e)
             continue;
         }
         e = entry_from_stat(st, rel);
-        if (S_ISDIR(st.st_mode)) {
+        if (receiving_.is(st)) {
+            e.left_out = LeftOut::IntoItself;
+            e.skip_reason = into_itself_reason();
+        } else if (S_ISDIR(st.st_mode)) {
             const int fd = sys().openat(f.fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
             if (fd < 0) {
                 on_error_(Status::source(errno, "open folder", display));

@@ -138,6 +138,10 @@ TEST_CASE("dest rules: a link onto the file it points to is refused")
     // Elsewhere the same link is copied as a link.
     ::mkdir((t / "e").c_str(), 0755);
     CHECK(resolve_destination({t / "s/f"}, t / "e").items.size() == 1);
+    // And so it is where nothing would be replaced (skipped, or copied under a new name).
+    Resolution keeping = resolve_destination({t / "s/f"}, t / "d", DestinationRule::FollowCp, {}, false);
+    CHECK(keeping.errors.empty());
+    CHECK(keeping.items.size() == 1);
 }
 
 TEST_CASE("dest rules: '.' as a source takes the folder's real name")

@@ -229,6 +229,79 @@ TEST_CASE("left-out entries carry their reason")
     CHECK(again.summary.complete());
 }
 
+// A bind mount of the source's subfolder as the destination, as the seam shows it: the receiving folder "out"
+// is the folder "tree/sub" under another path (same device and inode), which no path comparison sees.
+struct BindMountedOut : FaultSyscalls {
+    std::string out, sub;
+    int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
+    {
+        if (dirfd == AT_FDCWD && strip_trailing_slashes(path) == out)
+            return FaultSyscalls::raw_fstatat(AT_FDCWD, sub.c_str(), st, flags);
+        return FaultSyscalls::raw_fstatat(dirfd, path, st, flags);
+    }
+};
+
+TEST_CASE("a destination that is the source's own subfolder under another path is left out, not copied into")
+{
+    TempDir t;
+    make_small_tree(t / "tree", 2);
+    make_small_tree(t / "tree/sub", 1);
+    mkdir_p(t / "out");
+    BindMountedOut fs;
+    fs.out = t / "out";
+    fs.sub = t / "tree/sub";
+    JobRun run;
+    JobPlan plan;
+    {
+        ScopedSyscalls seam(fs);
+        plan = plan_job(spec_of({t / "tree"}, t / "out"));
+        run = run_job(spec_of({t / "tree"}, t / "out"));
+    }
+    // Everything else is copied; the receiving folder is reported, in the plan and as the copy meets it.
+    CHECK(read_file(t / "out/tree/f0") == read_file(t / "tree/f0"));
+    CHECK(exists(t / "out/tree/f1"));
+    CHECK_FALSE(exists(t / "out/tree/sub"));
+    REQUIRE(plan.left_out.size() == 1);
+    CHECK(plan.left_out[0].reason == LeftOut::IntoItself);
+    REQUIRE(run.first(JobEvent::Kind::Skipped));
+    CHECK(run.first(JobEvent::Kind::Skipped)->reason == LeftOut::IntoItself);
+    CHECK(run.first(JobEvent::Kind::Skipped)->message.find("copied into itself") != std::string::npos);
+    CHECK_FALSE(run.summary.complete());
+    // The subfolder itself as the source: nothing of it is walked, and it says why.
+    JobRun whole;
+    {
+        ScopedSyscalls seam(fs);
+        whole = run_job(spec_of({t / "tree/sub"}, t / "out"));
+    }
+    REQUIRE(whole.first(JobEvent::Kind::Error));
+    CHECK(whole.first(JobEvent::Kind::Error)->status.message().find("copied into itself") != std::string::npos);
+    CHECK_FALSE(exists(t / "out/sub"));
+}
+
+TEST_CASE("a link onto the file it points to is renamed or skipped as asked, and never replaces it")
+{
+    TempDir t;
+    mkdir_p(t / "d");
+    mkdir_p(t / "s");
+    write_text_file(t / "d/f", "the only copy");
+    REQUIRE(::symlink("../d/f", (t / "s/f").c_str()) == 0);
+    JobRun renamed = run_job(spec_of({t / "s/f"}, t / "d", ConflictPolicy::Rename));
+    CHECK(renamed.summary.complete());
+    char to[64] = {};
+    CHECK(::readlink((t / "d/f (1)").c_str(), to, sizeof to - 1) == 6);
+    CHECK(std::string(to) == "../d/f");
+    JobRun skipped = run_job(spec_of({t / "s/f"}, t / "d", ConflictPolicy::Skip));
+    CHECK(skipped.summary.complete());
+    REQUIRE(skipped.first(JobEvent::Kind::Skipped));
+    CHECK(skipped.first(JobEvent::Kind::Skipped)->reason == LeftOut::Exists);
+    JobRun over = run_job(spec_of({t / "s/f"}, t / "d", ConflictPolicy::Overwrite));
+    CHECK_FALSE(over.summary.complete());
+    struct stat st {};
+    REQUIRE(::lstat((t / "d/f").c_str(), &st) == 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK(read_file(t / "d/f") == "the only copy");
+}
+
 TEST_CASE("verify honours cancel")
 {
     TempDir t;
