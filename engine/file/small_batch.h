@@ -79,11 +79,15 @@ struct DataToWrite {
 // written to, grown, cut short or replaced under its name meanwhile is not what the copy holds (JobRunner::
 // remove_source). The inode and change time catch what size and mtime miss: a file of the same size put in
 // its place with the old mtime (as rsync and cp -p leave it), or one rewritten and then given its mtime back.
+// A false difference (FAT makes an inode number up anew when the inode comes back into the cache) only keeps
+// the source, with the error.
 struct SourceStamp {
     uint64_t size = 0;
     struct timespec mtime {};
     struct timespec ctime {};
     ino_t ino = 0;
+    // Its ctime is not compared: removing another of its names (moved in the same job) changes it.
+    bool hard_linked = false;
 };
 
 struct BatchedFile {

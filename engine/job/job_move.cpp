@@ -78,7 +78,7 @@ bool same_time(const struct timespec &a, const struct timespec &b)
 bool still_as_copied(const struct stat &st, const SourceStamp &copied_as)
 {
     return S_ISREG(st.st_mode) && st.st_ino == copied_as.ino && uint64_t(st.st_size) == copied_as.size &&
-           same_time(st.st_mtim, copied_as.mtime) && same_time(st.st_ctim, copied_as.ctime);
+           same_time(st.st_mtim, copied_as.mtime) && (copied_as.hard_linked || same_time(st.st_ctim, copied_as.ctime));
 }
 
 } // namespace

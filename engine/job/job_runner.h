@@ -323,7 +323,10 @@ struct FileTask {
 };
 
 // The source as the walk saw it, for a move's check before it removes the source (JobRunner::remove_source).
-inline SourceStamp source_stamp(const PlanEntry &e) { return SourceStamp {e.size, e.mtime, e.ctime, e.ino}; }
+inline SourceStamp source_stamp(const PlanEntry &e)
+{
+    return SourceStamp {e.size, e.mtime, e.ctime, e.ino, e.hard_linked};
+}
 
 // What one attempt at a file put into the progress counters, so a failed attempt can take it back.
 struct AttemptBytes {

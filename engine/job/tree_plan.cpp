@@ -35,6 +35,7 @@ PlanEntry entry_from_stat(const struct stat &st, std::string rel)
     e.ctime = st.st_ctim;
     e.dev = st.st_dev;
     e.ino = st.st_ino;
+    e.hard_linked = S_ISREG(st.st_mode) && st.st_nlink > 1;
     if (S_ISDIR(st.st_mode))
         e.kind = EntryKind::Directory;
     else if (S_ISREG(st.st_mode)) {

@@ -47,6 +47,7 @@ struct PlanEntry {
     struct timespec ctime {}; // with ino: a file replaced under its name, or changed with its mtime put back
     dev_t dev = 0;
     ino_t ino = 0;
+    bool hard_linked = false;         // a file with more names than this one
     LeftOut left_out = LeftOut::None; // set, with skip_reason, when the entry is reported and left out
     std::string skip_reason;
 };
