@@ -184,6 +184,8 @@ Status check_target(const std::string &source, const struct stat &st, CopyItem &
     if (item.source_is_dir && !S_ISDIR(existing.st_mode))
         return Status::destination(ENOTDIR, "folder onto a file", target)
             .with_detail(i18n("exists and is not a folder; a folder cannot replace it"));
+    if (item.source_is_dir)
+        item.receiving.target = FolderId {existing.st_dev, existing.st_ino};
     return {};
 }
 
@@ -237,7 +239,7 @@ Resolution resolve_destination(const std::vector<std::string> &sources, const st
         if (item.value().source_is_dir) {
             if (!receiving)
                 receiving = folder_id(target_dir);
-            item.value().target_dir_id = *receiving;
+            item.value().receiving.folder = *receiving;
         }
         r.items.push_back(std::move(item.value()));
     }

@@ -29,6 +29,14 @@ struct FolderId {
     bool is(const struct stat &st) const { return known() && st.st_dev == dev && st.st_ino == ino; }
 };
 
+// Where a folder item's copy goes, by identity: the folder that receives it and, when it exists already (a
+// merge), its own target folder. A walk of the source leaves either out wherever it meets it (TreeWalk).
+struct ReceivingFolders {
+    FolderId folder;
+    FolderId target;
+    bool is(const struct stat &st) const { return folder.is(st) || target.is(st); }
+};
+
 struct CopyItem {
     std::string source;     // as given
     std::string source_dir; // folder holding the source ("." when none was given)
@@ -40,10 +48,10 @@ struct CopyItem {
     // answer rather than asking again, a round trip each onto a share. Whatever appears there meanwhile still
     // meets the publish step's no-replace rename.
     bool target_absent = false;
-    // For a folder: the folder that receives it. Its walk leaves that folder out wherever it meets it, so a
-    // destination inside the source under a path of its own (a bind mount of a subfolder) is not copied into
-    // itself over and over; the path check sees only what the paths say.
-    FolderId target_dir_id;
+    // For a folder: where it goes. Its walk leaves those folders out wherever it meets them, so a destination
+    // inside the source under a path of its own (a bind mount of a subfolder) is not copied into itself over
+    // and over; the path check sees only what the paths say.
+    ReceivingFolders receiving;
 
     // Whether the entry |rel| below the item (empty: the item itself), named |name| in target_dir, is that target.
     bool known_absent(const std::string &rel, const std::string &name) const
@@ -64,8 +72,8 @@ enum class DestinationRule { FollowCp, ExactTarget };
 
 // |on_folder|, when given, learns the receiving folder as soon as it is known, before the sources' targets are
 // looked up in it (plan_job probes the folder's device meanwhile: onto a share each is a round trip).
-// |may_replace|: an existing target may be replaced (overwrite, or a question whose answer may be to); without
-// it a link that points to its own target is copied as any other link would be (skipped, or renamed).
+// |may_replace|: false when an existing target is skipped or kept beside: then a link that points to its own
+// target is copied as any other link would be (skipped, or renamed) instead of refused.
 Resolution resolve_destination(const std::vector<std::string> &sources, const std::string &dest,
                                DestinationRule rule = DestinationRule::FollowCp,
                                const std::function<void(const std::string &folder)> &on_folder = {},

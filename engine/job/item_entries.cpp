@@ -14,7 +14,7 @@ ItemEntries::ItemEntries(const ItemPlan &plan, const JobSpec &spec, const Device
       report_(std::move(report)),
       tree_(
           plan.item.source_dir, plan.item.source_name, plan.item.source, [this](Status s) { report_(std::move(s)); },
-          plan.item.target_dir_id)
+          plan.item.receiving)
 {}
 
 bool ItemEntries::advance()

@@ -329,7 +329,8 @@ JobPlan resolve_plan(const JobSpec &spec, bool open_folder)
 {
     JobPlan plan;
     DestinationProbe probe(open_folder);
-    const bool may_replace = spec.conflict == ConflictPolicy::Overwrite || bool(spec.ask_conflict);
+    // Refuse replaces nothing either, but there the link's own reason says more than "exists" would.
+    const bool may_replace = spec.conflict != ConflictPolicy::Skip && spec.conflict != ConflictPolicy::Rename;
     const auto on_folder = [&](const std::string &folder) { probe.start(folder); };
     Resolution res = resolve_destination(spec.sources, spec.destination, spec.rule, on_folder, may_replace);
     plan.errors = std::move(res.errors);
@@ -358,7 +359,7 @@ void job_detail::count_plan(JobPlan &plan, const JobSpec &spec, const PlanWatch 
             if (!watch.first_report || watch.first_report(s.path()))
                 plan.errors.push_back(std::move(s));
         };
-        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, report, item.item.target_dir_id);
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, report, item.item.receiving);
         TreeWarmer warmer(join(item.item.source_dir, item.item.source_name));
         AbsentTarget absent;
         for (PlanEntry e; !(watch.stop && watch.stop()) && walk.next(e);) {
@@ -400,7 +401,7 @@ DiscardResult discard_unfinished(const JobSpec &spec)
     JobPlan plan = plan_job(spec);
     for (const ItemPlan &item : plan.items) {
         const auto ignore = [](const Status &) {};
-        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, ignore, item.item.target_dir_id);
+        TreeWalk walk(item.item.source_dir, item.item.source_name, item.item.source, ignore, item.item.receiving);
         for (PlanEntry e; walk.next(e);) {
             if (e.kind != EntryKind::File)
                 continue;

@@ -96,7 +96,7 @@ struct TreeWalk::Folder {
 };
 
 TreeWalk::TreeWalk(const std::string &dir, const std::string &name, std::string display,
-                   std::function<void(Status)> on_error, FolderId receiving)
+                   std::function<void(Status)> on_error, ReceivingFolders receiving)
     : on_error_(std::move(on_error)), receiving_(receiving)
 {
     display = strip_trailing_slashes(display);

@@ -67,13 +67,13 @@ struct ItemPlan {
 // One item's entries in pre-order (a folder before what it holds, names in byte order), read as they are
 // needed: only the folders on the current path are open, and only their names are held. A folder that can't
 // be opened is an entry marked LeftOut::Unreadable; what can't be read is reported through |on_error|.
-// The folder |receiving| (where the copy goes) is never gone into: met below the root it is an entry marked
-// LeftOut::IntoItself, and as the root itself an error, with nothing walked.
+// The folders |receiving| (where the copy goes) are never gone into: met below the root each is an entry
+// marked LeftOut::IntoItself, and as the root itself an error, with nothing walked.
 class TreeWalk {
 public:
     // The entry |name| in the folder |dir|, shown in messages as |display|.
     TreeWalk(const std::string &dir, const std::string &name, std::string display, std::function<void(Status)> on_error,
-             FolderId receiving = {});
+             ReceivingFolders receiving = {});
     TreeWalk(const TreeWalk &) = delete;
     TreeWalk &operator=(const TreeWalk &) = delete;
     ~TreeWalk();
@@ -88,7 +88,7 @@ private:
     std::vector<Folder> path_; // the open folders, outermost first
     std::optional<PlanEntry> root_;
     std::function<void(Status)> on_error_;
-    FolderId receiving_;
+    ReceivingFolders receiving_;
 };
 
 // Walks |item| whole, for a caller that wants every entry at once.

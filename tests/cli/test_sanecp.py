@@ -151,25 +151,28 @@ def case_into_own_subfolder(t):
 
 def case_into_itself_through_bind_mount(t):
     """The destination is the source's own subfolder under another path (a bind mount, in a private mount
-    namespace that vanishes with the process): that folder is left out, not copied into itself over and over."""
+    namespace that vanishes with the process): that folder is left out, not copied into itself over and over.
+    Both as the folder that receives the copy and as the existing folder the copy merges into."""
     if os.geteuid() != 0:
         raise Skip("needs root to bind-mount a folder in a private mount namespace")
     if not shutil.which("unshare"):
         raise Skip("unshare (util-linux) is missing")
-    os.makedirs(f"{t}/src/sub")
-    os.mkdir(f"{t}/dst")
-    write(f"{t}/src/f", "file")
-    write(f"{t}/src/sub/g", "in sub")
-    script = ('set -e; mount --make-rprivate /; mount --bind "$T/src/sub" "$T/dst"; set +e; '
-              '"$SANECP" "$T/src" "$T/dst/"')
-    r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, errors="replace",
-                       timeout=TIMEOUT, env=dict(os.environ, T=t, SANECP=SANECP))
-    check(r.returncode == 1, f"exit {r.returncode}, want 1; stderr {r.stderr!r}")
-    check("copied into itself" in r.stderr, f"stderr: {r.stderr!r}")
-    # What went through the mount is in the subfolder itself.
-    check(open(f"{t}/src/sub/src/f").read() == "file", "the rest was not copied")
-    check(not os.path.lexists(f"{t}/src/sub/src/sub"), "the destination was copied into itself")
-    check(sorted(os.listdir(f"{t}/src/sub")) == ["g", "src"], f"left in the folder: {os.listdir(f'{t}/src/sub')}")
+    for case, mount_on, dest in (("into", "dst", "dst/"), ("merge", "dst/src", "dst/")):
+        os.makedirs(f"{t}/{case}/src/sub")
+        os.makedirs(f"{t}/{case}/{mount_on}")
+        write(f"{t}/{case}/src/f", "file")
+        write(f"{t}/{case}/src/sub/g", "in sub")
+        script = ('set -e; mount --make-rprivate /; mount --bind "$T/src/sub" "$T/$ON"; set +e; '
+                  '"$SANECP" "$T/src" "$T/$DEST"')
+        r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, errors="replace",
+                           timeout=TIMEOUT, env=dict(os.environ, T=f"{t}/{case}", ON=mount_on, DEST=dest,
+                                                     SANECP=SANECP))
+        check(r.returncode == 1, f"{case}: exit {r.returncode}, want 1; stderr {r.stderr!r}")
+        check("copied into itself" in r.stderr, f"{case}: stderr: {r.stderr!r}")
+        # What went through the mount is in the subfolder itself.
+        inside = f"{t}/{case}/src/sub" + ("/src" if case == "into" else "")
+        check(open(f"{inside}/f").read() == "file", f"{case}: the rest was not copied")
+        check(not os.path.lexists(f"{inside}/sub"), f"{case}: the destination was copied into itself")
 
 
 def case_out_of_space(t):

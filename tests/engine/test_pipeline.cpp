@@ -229,15 +229,14 @@ TEST_CASE("left-out entries carry their reason")
     CHECK(again.summary.complete());
 }
 
-// A bind mount of the source's subfolder as the destination, as the seam shows it: the receiving folder "out"
-// is the folder "tree/sub" under another path (same device and inode), which no path comparison sees.
-struct BindMountedOut : FaultSyscalls {
-    std::string out, sub;
+// Bind mounts of the source's subfolder, as the seam shows them: each path in |same| is the folder it maps to
+// under another path (same device and inode), which no path comparison sees.
+struct BindMounts : FaultSyscalls {
+    std::map<std::string, std::string> same;
     int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
     {
-        if (dirfd == AT_FDCWD && strip_trailing_slashes(path) == out)
-            return FaultSyscalls::raw_fstatat(AT_FDCWD, sub.c_str(), st, flags);
-        return FaultSyscalls::raw_fstatat(dirfd, path, st, flags);
+        const auto it = dirfd == AT_FDCWD ? same.find(strip_trailing_slashes(path)) : same.end();
+        return FaultSyscalls::raw_fstatat(dirfd, it == same.end() ? path : it->second.c_str(), st, flags);
     }
 };
 
@@ -247,9 +246,11 @@ TEST_CASE("a destination that is the source's own subfolder under another path i
     make_small_tree(t / "tree", 2);
     make_small_tree(t / "tree/sub", 1);
     mkdir_p(t / "out");
-    BindMountedOut fs;
-    fs.out = t / "out";
-    fs.sub = t / "tree/sub";
+    mkdir_p(t / "merge");
+    mkdir_p(t / "merge/tree");
+    BindMounts fs;
+    fs.same[t / "out"] = t / "tree/sub";        // the receiving folder
+    fs.same[t / "merge/tree"] = t / "tree/sub"; // the existing folder the copy merges into
     JobRun run;
     JobPlan plan;
     {
@@ -276,6 +277,16 @@ TEST_CASE("a destination that is the source's own subfolder under another path i
     REQUIRE(whole.first(JobEvent::Kind::Error));
     CHECK(whole.first(JobEvent::Kind::Error)->status.message().find("copied into itself") != std::string::npos);
     CHECK_FALSE(exists(t / "out/sub"));
+    // Merging into an existing folder that is the subfolder under another path.
+    JobRun merge;
+    {
+        ScopedSyscalls seam(fs);
+        merge = run_job(spec_of({t / "tree"}, t / "merge"));
+    }
+    CHECK(exists(t / "merge/tree/f0"));
+    CHECK_FALSE(exists(t / "merge/tree/sub"));
+    REQUIRE(merge.first(JobEvent::Kind::Skipped));
+    CHECK(merge.first(JobEvent::Kind::Skipped)->reason == LeftOut::IntoItself);
 }
 
 TEST_CASE("a link onto the file it points to is renamed or skipped as asked, and never replaces it")
