@@ -110,38 +110,40 @@ bool same_bytes(int a, int b, uint64_t size, bool evict)
     return same;
 }
 
-uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &raw_limits)
+uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &raw_limits,
+                      const JobControl *control)
 {
-    const ChunkLimits limits = raw_limits.checked();
-    const uint64_t kAlign = limits.align;
-    // As much as can have been in flight when the copy stopped (the chunk controller's budget): all of it may
-    // have been lost, not only the last window.
-    const uint64_t kWindow = limits.max_in_flight;
-    if (part_size == 0 || part_size > source_size)
+    // Every byte of the prefix is compared, not a sample: a part file of another source of the same name (a
+    // disk image cloned from the same base, one with the same zeros at the end) or of this source before it was
+    // changed in the middle matches wherever the two agree, and a torn tail or a write a share lost in the middle
+    // of what was in flight is where they stop agreeing. Reading back costs less than writing again on a stick.
+    const uint64_t align = raw_limits.checked().align;
+    const uint64_t end = std::min(part_size, source_size) / align * align;
+    if (part_size > source_size || end == 0)
         return 0;
-    uint64_t at = part_size / kAlign * kAlign;
-    if (at == 0)
-        return 0;
-    // The tail is what a crash or a pulled stick damages (a size that reached the journal before its data, a
-    // half-written last window); a prefix whose last window matches the source is taken as the copy so far.
-    // A share loses writes from the middle of what was in flight, not only its end (an NFS client sends a
-    // window's WRITEs side by side, and a cut link lets later ones through where earlier ones are lost): then the
-    // size runs past a hole, and the window before, all of it synced before the last window was sent, is where
-    // the copy goes on.
-    std::vector<char> a, b;
-    for (int back = 0; back < 2 && at > 0; ++back) {
-        const uint64_t from = at > kWindow ? at - kWindow : 0;
-        const size_t len = size_t(at - from);
-        a.resize(len);
-        b.resize(len);
-        if (read_full(source, a.data(), len, from) != ssize_t(len) ||
-            read_full(part, b.data(), len, from) != ssize_t(len))
-            return 0;
-        if (std::memcmp(a.data(), b.data(), len) == 0)
-            return at;
-        at = from;
+    drop_written_pages(part); // the reads go to the device, not to what an earlier run left cached
+    SourceCache source_cache(source, end, true);
+    constexpr size_t kBlock = 4 << 20;
+    std::vector<char> a(kBlock), b(kBlock);
+    uint64_t off = 0;
+    while (off < end) {
+        if (control && !control->wait_while_paused())
+            break; // cancelled: what was compared so far stands
+        if (control)
+            control->beat();
+        const size_t want = size_t(std::min<uint64_t>(kBlock, end - off));
+        if (read_full(source, a.data(), want, off) != ssize_t(want) ||
+            read_full(part, b.data(), want, off) != ssize_t(want))
+            break;
+        const size_t same = size_t(std::mismatch(a.begin(), a.begin() + ptrdiff_t(want), b.begin()).first - a.begin());
+        drop_read_pages(part, off, want);
+        off += same;
+        source_cache.release_until(off);
+        if (same != want)
+            break;
     }
-    return 0;
+    source_cache.release_all();
+    return off / align * align;
 }
 
 } // namespace sanecopy

@@ -27,11 +27,12 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &displ
 // dropped again.
 bool same_bytes(int a, int b, uint64_t size, bool evict);
 
-// Where an interrupted copy can go on: the length of the part file's prefix whose last window of
-// |limits.max_in_flight| (what may have been lost in flight) matches the source, rounded down to
-// |limits.align|; when that window doesn't, one window earlier if the window before it matches (writes lost in
-// the middle of what was in flight); 0 when nothing usable is there (a different source, a torn tail). Pure over
-// the seam's reads; |part| must be open for reading.
-uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &limits = {});
+// Where an interrupted copy can go on: the length of the part file's prefix that holds the source's bytes, all
+// of them read back from the device and compared up to the first that differs, rounded down to |limits.align|
+// (0 for a part file longer than the source). With |control|, a pause waits, a cancel ends the comparison with
+// what was compared so far, and each block beats (stall_watch.h). |part| must be open for reading; the pages
+// either side read are dropped again.
+uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &limits = {},
+                      const JobControl *control = nullptr);
 
 } // namespace sanecopy

@@ -172,13 +172,15 @@ Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const
         uint64_t have = 0;
         Result<PartFile> part = PartFile::reopen(task.dst_dir, task.dst_display, task.dst_name, have);
         struct stat part_st {};
-        // A source changed since the part was last written is another file now: its old prefix is not ours.
+        // A source changed since the part was last written is copied afresh, as its user would expect, without
+        // reading the part back. The times come from two clocks (a NAS's may lag): the comparison of every byte
+        // below is what makes a resume right, not this.
         const bool source_newer =
             part.ok() && (sys().fstat(part->fd(), &part_st) < 0 || timespec_after(st.st_mtim, part_st.st_mtim) ||
                           timespec_after(st.st_ctim, part_st.st_mtim));
         if (part.ok() && !source_newer) {
             auto reader = part->open_for_reading();
-            start = reader.ok() ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits) : 0;
+            start = reader.ok() ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits, &control_) : 0;
             // Whatever lies past the verified prefix is not trusted: cut it off.
             if (start > 0 && sys().ftruncate(part->fd(), off_t(start)) == 0)
                 return part;

@@ -755,6 +755,22 @@ TEST_CASE_METHOD(Faulted, "resume: a source changed after the part file was writ
     CHECK(same_bytes(t / "src", t / "dst"));
 }
 
+TEST_CASE_METHOD(Faulted, "resume: a part file that agrees with the source only at its end goes on from where they differ")
+{
+    // Another disk image of the same base under the same name, or this one changed in its middle with its time
+    // kept: the part file's last windows match the source, a block near its start does not.
+    write_pattern_file(t / "src", 48 * MiB, 1);
+    struct timespec earlier[2] = {{0, UTIME_OMIT}, {time(nullptr) - 3600, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (t / "src").c_str(), earlier, 0) == 0);
+    std::string prefix = read_file(t / "src").substr(0, 40 * MiB);
+    prefix.replace(3 * MiB, 4096, std::string(4096, 'x'));
+    write_text_file(t / ".dst.part", prefix); // after the source's last change, as an interrupted copy's
+    JobRun run = run_job(spec_of({t / "src"}, t / "dst"));
+    REQUIRE(run.summary.ok());
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(fs.moved.load() == 45 * MiB); // from the block that differed on
+}
+
 TEST_CASE("folder to folder: a source that can't be read fails its file only, and leaves no part file")
 {
     TempDir t;

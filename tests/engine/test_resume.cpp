@@ -353,13 +353,13 @@ TEST_CASE("resume: a move that asks, not resuming, asks even when a \"name (1)\"
     CHECK_FALSE(exists(t / "a"));
 }
 
-TEST_CASE("resume point: the last window verified, else the one before it, else nothing")
+TEST_CASE("resume point: every byte of the part file compared, up to the first that differs")
 {
     TempDir t;
     write_pattern_file(t / "src", 64 * MiB, 7);
     ChunkLimits limits;
     limits.max_in_flight = 8 * MiB;
-    const auto part_of = [&](uint64_t size, uint64_t hole_at, uint64_t hole_len) {
+    const auto part_of = [&](uint64_t size, uint64_t hole_at, uint64_t hole_len, const JobControl *control = nullptr) {
         write_pattern_file(t / "part", 64 * MiB, 7);
         REQUIRE(::truncate((t / "part").c_str(), off_t(size)) == 0);
         if (hole_len) {
@@ -369,16 +369,32 @@ TEST_CASE("resume point: the last window verified, else the one before it, else 
         }
         UniqueFd src(::open((t / "src").c_str(), O_RDONLY | O_CLOEXEC));
         UniqueFd part(::open((t / "part").c_str(), O_RDONLY | O_CLOEXEC));
-        return resume_point(src.get(), 64 * MiB, part.get(), size, limits);
+        return resume_point(src.get(), 64 * MiB, part.get(), size, limits, control);
     };
     CHECK(part_of(40 * MiB, 0, 0) == 40 * MiB); // an intact prefix: all of it
-    // A share lost a write in the middle of the last window, later ones arrived: the window before it.
-    CHECK(part_of(40 * MiB, 35 * MiB, 1 * MiB) == 32 * MiB);
-    // Damage in both windows: nothing is trusted.
-    CHECK(part_of(40 * MiB, 31 * MiB, 2 * MiB) == 0);
+    // A share lost a write in the middle of what was in flight, later ones arrived: up to the lost one.
+    CHECK(part_of(40 * MiB, 35 * MiB, 1 * MiB) == 35 * MiB);
+    // A part file that agrees with the source at its end but not in its middle (another image of the same base,
+    // or this source changed there): only what comes before the difference.
+    CHECK(part_of(40 * MiB, 12 * MiB + 100, 4096) == 12 * MiB);
+    // The first difference rounds down to the device's alignment.
+    CHECK(part_of(40 * MiB, 20 * MiB + 5000, 10) % limits.checked().align == 0);
+    CHECK(part_of(40 * MiB, 20 * MiB + 5000, 10) <= 20 * MiB + 5000);
+    // Longer than the source: another file.
+    CHECK(part_of(64 * MiB, 0, 0) == 64 * MiB);
+    write_pattern_file(t / "long", 65 * MiB, 7);
+    UniqueFd src(::open((t / "src").c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd long_part(::open((t / "long").c_str(), O_RDONLY | O_CLOEXEC));
+    CHECK(resume_point(src.get(), 64 * MiB, long_part.get(), 65 * MiB, limits) == 0);
     // Another file altogether.
     write_pattern_file(t / "other", 64 * MiB, 8);
-    UniqueFd src(::open((t / "src").c_str(), O_RDONLY | O_CLOEXEC));
     UniqueFd other(::open((t / "other").c_str(), O_RDONLY | O_CLOEXEC));
     CHECK(resume_point(src.get(), 64 * MiB, other.get(), 40 * MiB, limits) == 0);
+    // A cancel ends the comparison: nothing compared, nothing trusted. Each block beats while it runs.
+    JobControl cancelled;
+    cancelled.cancel();
+    CHECK(part_of(40 * MiB, 0, 0, &cancelled) == 0);
+    JobControl running;
+    CHECK(part_of(40 * MiB, 0, 0, &running) == 40 * MiB);
+    CHECK(running.beats() >= 10);
 }
