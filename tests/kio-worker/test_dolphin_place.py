@@ -43,6 +43,12 @@ def main():
     os.chmod(work, 0o755)
     xvfb = dolphin = None
     try:
+        # They may not reach the build tree (a checkout under /root, whose mode is 700): the worker's plugins and
+        # the helper are copied into this test's folder, which they can read.
+        plugin_dir = os.path.join(work, "plugins")
+        shutil.copytree(os.path.realpath(a.plugin_dir), plugin_dir)
+        helper = os.path.join(work, os.path.basename(a.helper))
+        shutil.copy2(a.helper, helper)
         home = os.path.join(work, "home")
         runtime = os.path.join(work, "runtime")
         os.makedirs(home)
@@ -61,7 +67,7 @@ def main():
                 "SANECOPY_UDEV_ROOT": udev, "HOME": home, "XDG_RUNTIME_DIR": runtime,
                 "XDG_DATA_HOME": os.path.join(home, ".local", "share"), "XDG_CONFIG_HOME": os.path.join(home, ".config"),
                 "XDG_CACHE_HOME": os.path.join(home, ".cache"), "DBUS_SESSION_BUS_ADDRESS": bus.address,
-                "QT_PLUGIN_PATH": os.path.realpath(a.plugin_dir), "QT_LOGGING_RULES": "sanecopy.kio.debug=true",
+                "QT_PLUGIN_PATH": plugin_dir, "QT_LOGGING_RULES": "sanecopy.kio.debug=true",
                 "DISPLAY": ":78", "QT_QPA_PLATFORM": "xcb", "LANG": "C.UTF-8",
             })
             # The app's icon where an installed package puts it: the place shows with it.
@@ -71,7 +77,7 @@ def main():
             subprocess.run(["chown", "-R", "nobody:nogroup", os.path.join(home, ".local")], check=True)
             with open(os.path.join(s.mnt, "holiday.jpg"), "wb") as f:
                 f.write(os.urandom(1 << 20))
-            p = subprocess.run(user + [a.helper, "add"], env=dict(env, QT_QPA_PLATFORM="offscreen"), capture_output=True,
+            p = subprocess.run(user + [helper, "add"], env=dict(env, QT_QPA_PLATFORM="offscreen"), capture_output=True,
                                text=True, timeout=60)
             check(p.returncode == 0, f"sanecopy-places add: {p.returncode} {p.stderr}")
             with open(os.path.join(home, ".local", "share", "user-places.xbel")) as f:
