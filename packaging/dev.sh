@@ -41,6 +41,8 @@ packages=(
     # The icon's SVG engine (a Qt plugin); the packaging tests' validators, dpkg-shlibdeps (and the file(1) that
     # CPack's DEB generator needs for it), flatpak-builder.
     libqt6svg6 desktop-file-utils appstream dpkg-dev file flatpak-builder
+    # Debian's own checks of the .deb that CPack makes (packaging/deb_lintian).
+    lintian
     python3 util-linux mount e2fsprogs rsync
     # GNU time: the bench's peak RSS of each tool.
     time
