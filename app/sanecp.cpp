@@ -335,8 +335,9 @@ void add_copy_options(CLI::App &app, Options &o)
     app.add_flag(
         "--resume", o.resume,
         i18n("Finish a copy that was interrupted (killed, crashed, logged out, the stick pulled): files at the "
-             "destination with the source's size and modification time count as copied, the rest is copied "
-             "(a big file from where its part file's bytes stop matching the source, which every run does)"));
+             "destination with the source's size and modification time count as copied (with --verify, only if "
+             "their bytes are the source's), the rest is copied (a big file from where its part file's bytes stop "
+             "matching the source, which every run does)"));
     app.add_flag("--rename-invalid", o.rename_invalid,
                  i18n("Copy names FAT/exFAT refuse (: ? * \" < > | \\, trailing dots or spaces) under a safe name, "
                       "instead of skipping them"));

@@ -89,7 +89,7 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path,
     return {};
 }
 
-bool same_bytes(int a, int b, uint64_t size, bool evict)
+bool same_bytes(int a, int b, uint64_t size, bool evict, const JobControl *control)
 {
     if (evict)
         drop_written_pages(b);
@@ -98,6 +98,12 @@ bool same_bytes(int a, int b, uint64_t size, bool evict)
     std::vector<char> x(kBlock), y(kBlock);
     bool same = true;
     for (uint64_t off = 0; same && off < size;) {
+        if (control && control->cancel_requested()) {
+            same = false;
+            break;
+        }
+        if (control)
+            control->beat();
         const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
         same = read_full(a, x.data(), want, off) == ssize_t(want) &&
                read_full(b, y.data(), want, off) == ssize_t(want) && std::memcmp(x.data(), y.data(), want) == 0;

@@ -24,8 +24,8 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &displ
 
 // Whether |a| and |b| hold the same |size| bytes (and no more than that is compared). With |evict|, |b|'s cached
 // pages are dropped first, so it is read from its device, and what the comparison read on either side is
-// dropped again.
-bool same_bytes(int a, int b, uint64_t size, bool evict);
+// dropped again. With |control|, each block beats (stall_watch.h), and a cancel ends it as not the same.
+bool same_bytes(int a, int b, uint64_t size, bool evict, const JobControl *control = nullptr);
 
 // Where an interrupted copy can go on: the length of the part file's prefix that holds the source's bytes, all
 // of them read back from the device and compared up to the first that differs, rounded down to |limits.align|

@@ -40,7 +40,7 @@ bool JobRunner::done_before(FileTask &task, const ExistingTarget &existing)
 {
     if (spec_.move && already_there(task, existing, task.dst_name))
         return report_found(task, task.dst_name);
-    if (spec_.resume && !spec_.move && published_before(task, existing))
+    if (spec_.resume && !spec_.move && published_before(task, existing, task.dst_name))
         return report_found(task, task.dst_name);
     // A move checks the bytes and needs no resume, as under the real name above.
     if (!(spec_.resume || spec_.move) || !existing.exists)
@@ -145,7 +145,7 @@ bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existi
     // A FIFO or a device under the name holds no copy, however few bytes the source has.
     if (!a || !b || sys().fstat(b.get(), &st) != 0 || !S_ISREG(st.st_mode))
         return false;
-    return same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict);
+    return same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict, &control_);
 }
 
 // JobSpec::resume: a link the interrupted run published points where the source does.
@@ -156,11 +156,13 @@ bool JobRunner::same_link(const FileTask &where, const std::string &target, cons
     return n >= 0 && size_t(n) == target.size() && there.compare(0, target.size(), target) == 0;
 }
 
-// JobSpec::resume: the quick check (above) of what stands under the name.
-bool JobRunner::published_before(const FileTask &task, const ExistingTarget &existing) const
+// JobSpec::resume: the quick check (above) of what stands under |name|; with JobSpec::verify, which promises
+// every file read back, its bytes compared with the source's too.
+bool JobRunner::published_before(const FileTask &task, const ExistingTarget &existing, const std::string &name)
 {
     return existing.exists && !existing.is_dir &&
-           quick_check(task.entry.size, task.entry.mtime, existing.size, existing.mtime, device_.limits);
+           quick_check(task.entry.size, task.entry.mtime, existing.size, existing.mtime, device_.limits) &&
+           (!spec_.verify || already_there(task, existing, name));
 }
 
 // JobSpec::resume where the target name was taken: under "keep both" (the policy, or the user's answer) the
@@ -182,7 +184,7 @@ std::optional<std::string> JobRunner::kept_both_before(const FileTask &task, con
         const ExistingTarget there {true, S_ISDIR(st.st_mode), uint64_t(st.st_size), st.st_mtim};
         const bool same = link_target  ? S_ISLNK(st.st_mode) && same_link(task, *link_target, alt)
                           : spec_.move ? S_ISREG(st.st_mode) && already_there(task, there, alt)
-                                       : S_ISREG(st.st_mode) && published_before(task, there);
+                                       : S_ISREG(st.st_mode) && published_before(task, there, alt);
         if (same)
             return alt;
     }

@@ -407,7 +407,7 @@ private:
                        const std::optional<SourceStamp> &copied_as);
     void remove_moved_dirs(ItemWalk &walk);
     bool already_there(const FileTask &task, const ExistingTarget &existing, const std::string &name);
-    bool published_before(const FileTask &task, const ExistingTarget &existing) const;
+    bool published_before(const FileTask &task, const ExistingTarget &existing, const std::string &name);
     bool same_link(const FileTask &where, const std::string &target, const std::string &name) const;
     std::optional<std::string> kept_both_before(const FileTask &task, const std::string *link_target);
     bool hash_source(const FileTask &task, std::optional<Sha256Digest> &digest);

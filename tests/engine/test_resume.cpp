@@ -181,6 +181,29 @@ TEST_CASE("resume: a target of the same size but another time is not taken as pu
     CHECK(fs_limits_for("ext4").mtime_window_ns == 1000000000);
 }
 
+TEST_CASE("resume with verify: a target of the same size and time but other bytes is not taken as published")
+{
+    TempDir t;
+    write_pattern_file(t / "a", 5000, 1);
+    write_pattern_file(t / "b", 5000, 2); // same size, other bytes, the same time
+    struct stat st {};
+    REQUIRE(::stat((t / "a").c_str(), &st) == 0);
+    struct timespec times[2] = {{0, UTIME_OMIT}, st.st_mtim};
+    REQUIRE(::utimensat(AT_FDCWD, (t / "b").c_str(), times, 0) == 0);
+    JobSpec spec = spec_of({t / "a"}, t / "b");
+    spec.rule = DestinationRule::ExactTarget;
+    spec.resume = true;
+    // rsync's quick check alone takes it: what --resume promises without --verify.
+    CHECK(run_job(spec).summary.ok());
+    // --verify reads every file back: this one is not the source's, so it is a taken name, not a copy.
+    spec.verify = true;
+    JobRun run = run_job(spec);
+    CHECK_FALSE(run.summary.ok());
+    REQUIRE(run.first(JobEvent::Kind::Error));
+    CHECK(run.first(JobEvent::Kind::Error)->status.err() == EEXIST);
+    CHECK_FALSE(same_bytes(t / "a", t / "b")); // and it was left as it was
+}
+
 TEST_CASE("resume: the manifest of a resumed job lists the files the first run published too")
 {
     TempDir t;
