@@ -180,7 +180,9 @@ Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const
                           timespec_after(st.st_ctim, part_st.st_mtim));
         if (part.ok() && !source_newer) {
             auto reader = part->open_for_reading();
-            start = reader.ok() ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits, &control_) : 0;
+            start = reader.ok()
+                        ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits, &control_)
+                        : 0;
             // Whatever lies past the verified prefix is not trusted: cut it off.
             if (start > 0 && sys().ftruncate(part->fd(), off_t(start)) == 0)
                 return part;

@@ -755,7 +755,8 @@ TEST_CASE_METHOD(Faulted, "resume: a source changed after the part file was writ
     CHECK(same_bytes(t / "src", t / "dst"));
 }
 
-TEST_CASE_METHOD(Faulted, "resume: a part file that agrees with the source only at its end goes on from where they differ")
+TEST_CASE_METHOD(Faulted,
+                 "resume: a part file that agrees with the source only at its end goes on from where they differ")
 {
     // Another disk image of the same base under the same name, or this one changed in its middle with its time
     // kept: the part file's last windows match the source, a block near its start does not.
