@@ -48,6 +48,20 @@ std::string mib_text(uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 
 
 } // namespace
 
+// Every run resumes a big file from the part file an interrupted one left (JobRunner::resume_or_create), which
+// holds the space reserved for the whole file: without counting it, the same command again after a kill or a
+// pulled stick would find "not enough space" for the very file that takes it. Big files only: a small one is
+// never resumed, and a lookup each would cost a tree of small files a round trip a file on a share.
+static uint64_t part_file_blocks(const std::string &target)
+{
+    const std::size_t slash = target.rfind('/') + 1; // absolute: there is one
+    const std::string part = target.substr(0, slash) + part_name_for(target.substr(slash));
+    struct stat st {};
+    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+        return uint64_t(st.st_blocks) * 512;
+    return 0;
+}
+
 // JobSpec::resume with fit_to_space: what the interrupted run left on the device for |e| needs no room again:
 // all of a file it published (the job's quick check), the blocks of a big file's part file, which the resumed
 // copy keeps. Without this a resumed "copy what fits" would count its own files against the space they took.
@@ -57,11 +71,7 @@ static uint64_t left_by_interrupted_run(const std::string &target, const PlanEnt
     if (sys().fstatat(AT_FDCWD, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
         quick_check(e.size, e.mtime, uint64_t(st.st_size), st.st_mtim, limits))
         return uint64_t(st.st_blocks) * 512;
-    const std::size_t slash = target.rfind('/') + 1; // absolute: there is one
-    const std::string part = target.substr(0, slash) + part_name_for(target.substr(slash));
-    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-        return uint64_t(st.st_blocks) * 512;
-    return 0;
+    return part_file_blocks(target);
 }
 
 // JobSpec::fit_to_space: the bytes files may take, when the free space is known. The margin (1/64 of it, at
@@ -81,6 +91,7 @@ namespace {
 struct TargetLook {
     uint64_t takes = 0;       // the entry's size, rounded (SpaceCount::rounded)
     uint64_t left = 0;        // JobSpec::resume: what an interrupted run left there for it, rounded
+    uint64_t part = 0;        // without it: the blocks of the part file a big file resumes from, rounded
     bool taken = false;       // a file or link goes where something stands (JobPlan::taken)
     bool replaceable = false; // ... and it is a regular file, whose blocks a replacement frees
     uint64_t held = 0;        // its blocks, rounded
@@ -106,14 +117,16 @@ struct SpaceCount {
     {
         if (budget && resume)
             return t.takes > t.left ? t.takes - t.left : 0;
+        // A part file's blocks come back either way: its prefix is resumed, or it is replaced by a new one.
+        const uint64_t takes = t.takes > t.part ? t.takes - t.part : 0;
         if (!t.taken)
-            return t.takes;
+            return takes;
         if (skip_taken)
             return 0;
         if (!replace_taken || !t.replaceable)
-            return t.takes;
-        replace_peak = std::max(replace_peak, t.takes);
-        return t.takes > t.held ? t.takes - t.held : 0;
+            return takes;
+        replace_peak = std::max(replace_peak, takes);
+        return takes > t.held ? takes - t.held : 0;
     }
 
     // Counts an entry that is not left out for another reason; false: a file the budget has no room for.
@@ -251,6 +264,17 @@ struct AbsentTarget {
     }
 };
 
+// What an earlier run left for the file |e| at |target| that it needs no room for again.
+void look_at_earlier_run(TargetLook &look, const std::string &target, const PlanEntry &e, const JobSpec &spec,
+                         const SpaceCount &space, const FsLimits &limits)
+{
+    // Only "copy what fits" counts it: a resumed copy's space is not checked up front (space_problem).
+    if (spec.resume && spec.fit_to_space)
+        look.left = space.rounded(left_by_interrupted_run(target, e, limits));
+    else if (!spec.resume && e.size > spec.small_file_limit)
+        look.part = space.rounded(part_file_blocks(target));
+}
+
 // What stands at the target of an entry that is not left out.
 TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &e, const JobSpec &spec,
                           const SpaceCount &space, AbsentTarget &absent)
@@ -269,9 +293,8 @@ TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &
         else
             absent.look_at_folder(e, target);
     }
-    // Only "copy what fits" counts it: a resumed copy's space is not checked up front (space_problem).
-    if (spec.resume && spec.fit_to_space && e.kind == EntryKind::File && plan.device.free_bytes)
-        look.left = space.rounded(left_by_interrupted_run(target, e, plan.device.limits));
+    if (e.kind == EntryKind::File && plan.device.free_bytes)
+        look_at_earlier_run(look, target, e, spec, space, plan.device.limits);
     if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume && !known_absent)
         note_taken(plan, item, e, target, look, space);
     return look;

@@ -175,6 +175,29 @@ def case_into_itself_through_bind_mount(t):
         check(not os.path.lexists(f"{inside}/sub"), f"{case}: the destination was copied into itself")
 
 
+def case_resume_in_its_own_space(t):
+    """The same command again after an interrupted copy, on a stick the part file fills: its blocks are the
+    file's own, so the plan does not say "not enough space", and the copy goes on from the part file."""
+    stick.require_root_or_skip()
+    with stick.Stick(size_mib=64, rate_bps=400_000_000, workdir=t) as s:
+        vfs = os.statvfs(s.mnt)
+        free = vfs.f_bavail * vfs.f_frsize
+        size = int(free * 0.7) // 4096 * 4096  # fits alone; not beside the part file
+        with open(f"{t}/big", "wb") as f:
+            f.write(os.urandom(size))
+        # What an interrupted run leaves: the first part of the file under its part file's name.
+        with open(f"{t}/big", "rb") as src, open(f"{s.mnt}/.big.part", "wb") as part:
+            part.write(src.read(int(free * 0.5) // 4096 * 4096))
+        os.sync()
+        r = run(["--json", f"{t}/big", f"{s.mnt}/"])
+        check(r.returncode == 0, f"exit {r.returncode}; stderr {r.stderr!r}")
+        check("resumed after" in r.stdout, f"not resumed: {r.stdout[-400:]!r}")
+        check(os.listdir(s.mnt) == ["big"] or sorted(os.listdir(s.mnt)) == ["big", "lost+found"],
+              f"left on the stick: {os.listdir(s.mnt)}")
+        with open(f"{t}/big", "rb") as a, open(f"{s.mnt}/big", "rb") as b:
+            check(a.read() == b.read(), "the copy differs from the source")
+
+
 def case_out_of_space(t):
     with open(f"{t}/big", "wb") as f:
         f.write(os.urandom(4 << 20))
