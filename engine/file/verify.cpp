@@ -117,7 +117,7 @@ bool same_bytes(int a, int b, uint64_t size, bool evict, const JobControl *contr
 }
 
 uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &raw_limits,
-                      const JobControl *control)
+                      const std::function<bool()> &go_on)
 {
     // Every byte of the prefix is compared, not a sample: a part file of another source of the same name (a
     // disk image cloned from the same base, one with the same zeros at the end) or of this source before it was
@@ -129,14 +129,12 @@ uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_
         return 0;
     drop_written_pages(part); // the reads go to the device, not to what an earlier run left cached
     SourceCache source_cache(source, end, true);
-    constexpr size_t kBlock = 4 << 20;
+    constexpr size_t kBlock = 1 << 20; // a block a beat: under a second even on a slow share
     std::vector<char> a(kBlock), b(kBlock);
     uint64_t off = 0;
     while (off < end) {
-        if (control && !control->wait_while_paused())
-            break; // cancelled: what was compared so far stands
-        if (control)
-            control->beat();
+        if (go_on && !go_on())
+            break; // stopped: what was compared so far stands
         const size_t want = size_t(std::min<uint64_t>(kBlock, end - off));
         if (read_full(source, a.data(), want, off) != ssize_t(want) ||
             read_full(part, b.data(), want, off) != ssize_t(want))

@@ -10,6 +10,7 @@
 #include "result.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace sanecopy {
@@ -29,10 +30,10 @@ bool same_bytes(int a, int b, uint64_t size, bool evict, const JobControl *contr
 
 // Where an interrupted copy can go on: the length of the part file's prefix that holds the source's bytes, all
 // of them read back from the device and compared up to the first that differs, rounded down to |limits.align|
-// (0 for a part file longer than the source). With |control|, a pause waits, a cancel ends the comparison with
-// what was compared so far, and each block beats (stall_watch.h). |part| must be open for reading; the pages
-// either side read are dropped again.
+// (0 for a part file longer than the source). |go_on|, asked before each block of 1 MiB, may wait (a pause),
+// and ends the comparison with what was compared so far when it says no (a cancel). |part| must be open for
+// reading; the pages either side read are dropped again.
 uint64_t resume_point(int source, uint64_t source_size, int part, uint64_t part_size, const ChunkLimits &limits = {},
-                      const JobControl *control = nullptr);
+                      const std::function<bool()> &go_on = {});
 
 } // namespace sanecopy

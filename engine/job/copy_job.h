@@ -141,6 +141,8 @@ struct JobPlan {
     // is a round trip of its own, which the probe takes while the sources' targets are looked up); the run uses it
     // while that path still names this folder. plan_job leaves it closed.
     SharedDirFd target_root;
+    // When the plan began (the wall clock, as files' times are): a part file written since is this job's own.
+    struct timespec began {};
     uint64_t total_bytes = 0;
     uint64_t files = 0;
     std::vector<Status> errors; // sources that can't be copied at all, or a destination that can't be used

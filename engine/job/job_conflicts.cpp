@@ -23,6 +23,9 @@ bool JobRunner::settle_conflict(FileTask &task)
     const ExistingTarget existing = existing_target(task);
     if (done_before(task, existing))
         return false;
+    // Cancelled while comparing what stands there (a move, --resume --verify): no question, no "exists".
+    if (control_.cancel_requested())
+        return false;
     return decide_conflict(task, existing);
 }
 

@@ -157,6 +157,29 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
     return {};
 }
 
+// How much of a part file holds the source's bytes (resume_point), read back while the job pauses, beats and
+// stops as a copy does. The rate measured before does not span the comparison.
+uint64_t JobRunner::compared_prefix(int in, uint64_t size, int part, uint64_t have)
+{
+    const uint64_t prefix = resume_point(in, size, part, have, session_.limits, [this] {
+        control_.beat();
+        wait_if_paused();
+        return !stopping();
+    });
+    session_.meter.restart_clock(monotonic_seconds(), session_.durable_total);
+    return prefix;
+}
+
+// A source changed since the part file was last written is copied afresh, as its user would expect, without
+// reading the part back. The times come from two clocks (a NAS's may lag): the comparison of every byte is what
+// makes a resume right, not this.
+static bool changed_since(const struct stat &source, int part)
+{
+    struct stat part_st {};
+    return sys().fstat(part, &part_st) < 0 || timespec_after(source.st_mtim, part_st.st_mtim) ||
+           timespec_after(source.st_ctim, part_st.st_mtim);
+}
+
 // A part file an interrupted run left (SIGKILL, a crash, a pulled stick) is resumed from its verified prefix;
 // otherwise a new one is created. |start| says where the copy goes on.
 Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const struct stat &st, uint64_t &start)
@@ -171,18 +194,16 @@ Result<PartFile> JobRunner::resume_or_create(const FileTask &task, int in, const
             return fresh;
         uint64_t have = 0;
         Result<PartFile> part = PartFile::reopen(task.dst_dir, task.dst_display, task.dst_name, have);
-        struct stat part_st {};
-        // A source changed since the part was last written is copied afresh, as its user would expect, without
-        // reading the part back. The times come from two clocks (a NAS's may lag): the comparison of every byte
-        // below is what makes a resume right, not this.
-        const bool source_newer =
-            part.ok() && (sys().fstat(part->fd(), &part_st) < 0 || timespec_after(st.st_mtim, part_st.st_mtim) ||
-                          timespec_after(st.st_ctim, part_st.st_mtim));
-        if (part.ok() && !source_newer) {
+        if (part.ok() && !changed_since(st, part->fd())) {
             auto reader = part->open_for_reading();
-            start = reader.ok()
-                        ? resume_point(in, uint64_t(st.st_size), reader->get(), have, session_.limits, &control_)
-                        : 0;
+            start = reader.ok() ? compared_prefix(in, uint64_t(st.st_size), reader->get(), have) : 0;
+            // Stopped while comparing: nothing is decided, and an interrupt keeps the part file as it was.
+            if (stopping()) {
+                if (control_.keeps_partial())
+                    part->keep();
+                start = 0;
+                return Status::from_errno(ECANCELED, "resume", task.source);
+            }
             // Whatever lies past the verified prefix is not trusted: cut it off.
             if (start > 0 && sys().ftruncate(part->fd(), off_t(start)) == 0)
                 return part;

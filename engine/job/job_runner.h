@@ -429,6 +429,7 @@ private:
     Status copy_small(FileTask &task, UniqueFd in, uint64_t size, AttemptBytes &bytes);
     Status write_side_by_side(FileTask &task, UniqueFd in, uint64_t size);
     Status copy_big(FileTask &task, const UniqueFd &in, const struct stat &st, AttemptBytes &bytes);
+    uint64_t compared_prefix(int in, uint64_t size, int part, uint64_t have);
     Status fill_part(const FileTask &task, int in, uint64_t size, PartFile &part, uint64_t start,
                      FileCopyResult &copied, std::optional<Sha256Digest> &digest);
     Status publish_big(const FileTask &task, int in, PartFile &part, uint64_t start, const FileCopyResult &copied,

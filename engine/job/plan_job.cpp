@@ -8,6 +8,7 @@
 #include "tree_warmer.h"
 
 #include <algorithm>
+#include <ctime>
 #include <array>
 #include <future>
 #include <system_error>
@@ -52,14 +53,25 @@ std::string mib_text(uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 
 // holds the space reserved for the whole file: without counting it, the same command again after a kill or a
 // pulled stick would find "not enough space" for the very file that takes it. Big files only: a small one is
 // never resumed, and a lookup each would cost a tree of small files a round trip a file on a share.
-static uint64_t part_file_blocks(const std::string &target)
+// A plan counted beside the run (JobSpec::count_while_copying) may meet the part file the run has just made
+// for this file: only one last written before the job began counts (|began|; FAT rounds a time down to even
+// seconds, so there before the 2 s ahead of it). A share whose clock is behind the machine's by more could still
+// count the run's own; ENOSPC mid-copy then says so, as for any plan the device outgrows.
+static uint64_t part_file_blocks(const std::string &target, const struct timespec *began = nullptr,
+                                 const FsLimits *limits = nullptr)
 {
     const std::size_t slash = target.rfind('/') + 1; // absolute: there is one
     const std::string part = target.substr(0, slash) + part_name_for(target.substr(slash));
     struct stat st {};
-    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-        return uint64_t(st.st_blocks) * 512;
-    return 0;
+    if (sys().fstatat(AT_FDCWD, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    if (began) {
+        const auto ns = [](const struct timespec &t) { return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec; };
+        const int64_t rounding = limits && limits->mtime_window_ns > 1000000000 ? limits->mtime_window_ns : 0;
+        if (ns(st.st_mtim) + rounding >= ns(*began))
+            return 0;
+    }
+    return uint64_t(st.st_blocks) * 512;
 }
 
 // JobSpec::resume with fit_to_space: what the interrupted run left on the device for |e| needs no room again:
@@ -266,13 +278,15 @@ struct AbsentTarget {
 
 // What an earlier run left for the file |e| at |target| that it needs no room for again.
 void look_at_earlier_run(TargetLook &look, const std::string &target, const PlanEntry &e, const JobSpec &spec,
-                         const SpaceCount &space, const FsLimits &limits)
+                         const SpaceCount &space, const DeviceInfo &device, const struct timespec &began)
 {
     // Only "copy what fits" counts it: a resumed copy's space is not checked up front (space_problem).
     if (spec.resume && spec.fit_to_space)
-        look.left = space.rounded(left_by_interrupted_run(target, e, limits));
-    else if (!spec.resume && e.size > spec.small_file_limit)
-        look.part = space.rounded(part_file_blocks(target));
+        look.left = space.rounded(left_by_interrupted_run(target, e, device.limits));
+    // Onto a share each lookup is a round trip (a merge of thousands of photos: minutes), and a share is rarely
+    // the one short of room: its part files are not looked for.
+    else if (!spec.resume && e.size > spec.small_file_limit && !is_network_share(device))
+        look.part = space.rounded(part_file_blocks(target, &began, &device.limits));
 }
 
 // What stands at the target of an entry that is not left out.
@@ -294,7 +308,7 @@ TargetLook look_at_target(JobPlan &plan, const ItemPlan &item, const PlanEntry &
             absent.look_at_folder(e, target);
     }
     if (e.kind == EntryKind::File && plan.device.free_bytes)
-        look_at_earlier_run(look, target, e, spec, space, plan.device.limits);
+        look_at_earlier_run(look, target, e, spec, space, plan.device, plan.began);
     if ((e.kind == EntryKind::File || e.kind == EntryKind::Symlink) && !spec.resume && !known_absent)
         note_taken(plan, item, e, target, look, space);
     return look;
@@ -351,6 +365,7 @@ void count_space(JobPlan &plan, const JobSpec &spec, const SpaceCounts &space)
 JobPlan resolve_plan(const JobSpec &spec, bool open_folder)
 {
     JobPlan plan;
+    clock_gettime(CLOCK_REALTIME, &plan.began);
     DestinationProbe probe(open_folder);
     // Refuse replaces nothing either, but there the link's own reason says more than "exists" would.
     const bool may_replace = spec.conflict != ConflictPolicy::Skip && spec.conflict != ConflictPolicy::Rename;

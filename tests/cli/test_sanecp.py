@@ -188,6 +188,9 @@ def case_resume_in_its_own_space(t):
         # What an interrupted run leaves: the first part of the file under its part file's name.
         with open(f"{t}/big", "rb") as src, open(f"{s.mnt}/.big.part", "wb") as part:
             part.write(src.read(int(free * 0.5) // 4096 * 4096))
+        # Written after the source last changed, and before this run began, as an interrupted run's.
+        after_source = os.stat(f"{t}/big").st_ctime_ns + 1000
+        os.utime(f"{s.mnt}/.big.part", ns=(after_source, after_source))
         os.sync()
         r = run(["--json", f"{t}/big", f"{s.mnt}/"])
         check(r.returncode == 0, f"exit {r.returncode}; stderr {r.stderr!r}")

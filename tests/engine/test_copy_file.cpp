@@ -772,6 +772,38 @@ TEST_CASE_METHOD(Faulted,
     CHECK(fs.moved.load() == 45 * MiB); // from the block that differed on
 }
 
+TEST_CASE("resume: an interrupt while the part file is compared keeps it as it was")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 48 * MiB, 3);
+    struct timespec earlier[2] = {{0, UTIME_OMIT}, {time(nullptr) - 3600, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (t / "src").c_str(), earlier, 0) == 0);
+    write_text_file(t / ".dst.part", read_file(t / "src").substr(0, 40 * MiB));
+    // The session ends (a logout, the window closed) three blocks into the comparison.
+    JobControl control;
+    struct InterruptWhileComparing : FaultSyscalls {
+        JobControl *control = nullptr;
+        std::atomic<int> blocks {0};
+        ssize_t raw_pread(int fd, void *buf, size_t len, off_t off) override
+        {
+            if (len == MiB && ++blocks == 6)
+                control->interrupt();
+            return FaultSyscalls::raw_pread(fd, buf, len, off);
+        }
+    } fs;
+    fs.control = &control;
+    JobRun run;
+    {
+        ScopedSyscalls seam(fs);
+        run = run_job(spec_of({t / "src"}, t / "dst"), control);
+    }
+    CHECK(fs.blocks.load() >= 6);
+    CHECK_FALSE(run.summary.ok());
+    CHECK_FALSE(exists(t / "dst"));
+    REQUIRE(exists(t / ".dst.part"));
+    CHECK(file_size(t / ".dst.part") == 40 * MiB); // not cut to what was compared
+}
+
 TEST_CASE("folder to folder: a source that can't be read fails its file only, and leaves no part file")
 {
     TempDir t;
