@@ -8,8 +8,8 @@
 #include "tree_warmer.h"
 
 #include <algorithm>
-#include <ctime>
 #include <array>
+#include <ctime>
 #include <future>
 #include <system_error>
 #include <fcntl.h>
