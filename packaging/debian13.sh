@@ -231,7 +231,7 @@ build_checkout() {
         mkdir -p "$r/build"
         echo "$here" >"$r/build/.sanecopy-checkout"
     fi
-    # Line tables only, as in dev.sh: a quarter less build time, and the .deb is stripped.
+    # Line tables only, as in dev.sh: a fifth less compiler time, and the .deb is stripped.
     in_root "$r" env CCACHE_DIR=/var/cache/ccache cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_INSTALL_PREFIX=/usr \
         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null

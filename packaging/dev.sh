@@ -86,10 +86,11 @@ export CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=true
 # .deb goes through lintian (packaging/deb_lintian). Install a build by hand with the .deb, or configure another
 # folder with the default /usr/local for `cmake --install`. Qt's own plugin folder for the KIO worker, where KIO
 # looks: ECM picks it for a /usr prefix only on a folder's first configure, and this one may have had another.
-# Line tables only (-g1): backtraces still name files and lines, the build takes a quarter less time (full -g made
+# Line tables only (-g1): backtraces still name files and lines, the compiler takes a fifth less time (full -g made
 # a Qt file 35 % slower to compile), and the .deb is stripped anyway. A build of your own keeps CMake's -g.
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DKDE_INSTALL_USE_QT_SYS_PATHS=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DKDE_INSTALL_USE_QT_SYS_PATHS=ON \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build"
 
 case "$mode" in
