@@ -40,7 +40,8 @@ struct Xxh3 {
 
 } // namespace
 
-Status verify_copy(int source, int copy, uint64_t size, const std::string &path, bool evict, const JobControl *control)
+Status verify_copy(int source, int copy, uint64_t size, const std::string &path, bool evict,
+                   const std::function<bool()> &go_on)
 {
     // Clean after fdatasync, so this really empties the cache of the copy: the reads below go to the device.
     if (evict)
@@ -51,12 +52,10 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path,
     Xxh3 ha, hb;
     Status result;
     for (uint64_t off = 0; off < size;) {
-        if (control && control->cancel_requested()) {
+        if (go_on && !go_on()) {
             result = Status::from_errno(ECANCELED, "verify", path);
             break;
         }
-        if (control)
-            control->beat();
         const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
         const ssize_t na = read_full(source, a.data(), want, off);
         if (na < 0) {
@@ -89,7 +88,7 @@ Status verify_copy(int source, int copy, uint64_t size, const std::string &path,
     return {};
 }
 
-bool same_bytes(int a, int b, uint64_t size, bool evict, const JobControl *control)
+bool same_bytes(int a, int b, uint64_t size, bool evict, const std::function<bool()> &go_on)
 {
     if (evict)
         drop_written_pages(b);
@@ -98,12 +97,10 @@ bool same_bytes(int a, int b, uint64_t size, bool evict, const JobControl *contr
     std::vector<char> x(kBlock), y(kBlock);
     bool same = true;
     for (uint64_t off = 0; same && off < size;) {
-        if (control && control->cancel_requested()) {
+        if (go_on && !go_on()) {
             same = false;
             break;
         }
-        if (control)
-            control->beat();
         const size_t want = size_t(std::min<uint64_t>(kBlock, size - off));
         same = read_full(a, x.data(), want, off) == ssize_t(want) &&
                read_full(b, y.data(), want, off) == ssize_t(want) && std::memcmp(x.data(), y.data(), want) == 0;

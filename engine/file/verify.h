@@ -6,7 +6,6 @@
 #pragma once
 
 #include "chunk_controller.h"
-#include "job_control.h"
 #include "result.h"
 
 #include <cstdint>
@@ -17,16 +16,17 @@ namespace sanecopy {
 
 // Hashes |size| bytes of |source| and of |copy| (a descriptor open for reading on the durable copy). Succeeds
 // when both hashes agree; fails with EBADMSG when they don't, with the read error, or with ECANCELED when
-// |control| is cancelled (checked once per MiB). With |evict| (the route's page-cache policy; off onto tmpfs,
+// |go_on|, asked before each block of 1 MiB (it may wait out a pause, and beat), says no. With |evict| (the route's page-cache policy; off onto tmpfs,
 // where memory is the device) the copy's pages are dropped first, so the reads go to the device, and what
 // verify read in on either side is dropped again; the source's pages cached before are left alone.
 Status verify_copy(int source, int copy, uint64_t size, const std::string &display_path, bool evict = true,
-                   const JobControl *control = nullptr);
+                   const std::function<bool()> &go_on = {});
 
 // Whether |a| and |b| hold the same |size| bytes (and no more than that is compared). With |evict|, |b|'s cached
 // pages are dropped first, so it is read from its device, and what the comparison read on either side is
-// dropped again. With |control|, each block beats (stall_watch.h), and a cancel ends it as not the same.
-bool same_bytes(int a, int b, uint64_t size, bool evict, const JobControl *control = nullptr);
+// dropped again. |go_on|, asked before each block of 1 MiB, may wait (a pause) and beat (stall_watch.h); when
+// it says no (a cancel), the comparison ends as not the same.
+bool same_bytes(int a, int b, uint64_t size, bool evict, const std::function<bool()> &go_on = {});
 
 // Where an interrupted copy can go on: the length of the part file's prefix that holds the source's bytes, all
 // of them read back from the device and compared up to the first that differs, rounded down to |limits.align|

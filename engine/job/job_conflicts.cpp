@@ -23,8 +23,8 @@ bool JobRunner::settle_conflict(FileTask &task)
     const ExistingTarget existing = existing_target(task);
     if (done_before(task, existing))
         return false;
-    // Cancelled while comparing what stands there (a move, --resume --verify): no question, no "exists".
-    if (control_.cancel_requested())
+    // Stopped while comparing what stands there (a move, --resume --verify): no question, no "exists".
+    if (stopping())
         return false;
     return decide_conflict(task, existing);
 }
@@ -136,6 +136,7 @@ bool JobRunner::refuse_own_copy(const FileTask &task, const std::string &target)
 
 // A move interrupted after publishing a file and before removing its source leaves both: the same size and the
 // same bytes at the target mean it is there already.
+// The comparison waits out a pause and stops on a cancel as a copy does; the rate measured before does not span it.
 bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existing, const std::string &name)
 {
     if (!existing.exists || existing.is_dir || existing.size != task.entry.size)
@@ -148,7 +149,10 @@ bool JobRunner::already_there(const FileTask &task, const ExistingTarget &existi
     // A FIFO or a device under the name holds no copy, however few bytes the source has.
     if (!a || !b || sys().fstat(b.get(), &st) != 0 || !S_ISREG(st.st_mode))
         return false;
-    return same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict, &control_);
+    const bool same =
+        same_bytes(a.get(), b.get(), task.entry.size, session_.route.evict, [this] { return go_on_reading(); });
+    session_.meter.restart_clock(monotonic_seconds(), session_.durable_total);
+    return same;
 }
 
 // JobSpec::resume: a link the interrupted run published points where the source does.

@@ -161,11 +161,7 @@ Status JobRunner::copy_small(FileTask &task, UniqueFd in, uint64_t size, Attempt
 // stops as a copy does. The rate measured before does not span the comparison.
 uint64_t JobRunner::compared_prefix(int in, uint64_t size, int part, uint64_t have)
 {
-    const uint64_t prefix = resume_point(in, size, part, have, session_.limits, [this] {
-        control_.beat();
-        wait_if_paused();
-        return !stopping();
-    });
+    const uint64_t prefix = resume_point(in, size, part, have, session_.limits, [this] { return go_on_reading(); });
     session_.meter.restart_clock(monotonic_seconds(), session_.durable_total);
     return prefix;
 }
@@ -325,7 +321,9 @@ Status JobRunner::verify_part(const PartFile &part, int source, uint64_t size)
     if (!reader.ok())
         return reader.status();
     counters_.set_current_file(part.display_path() + " (verifying)");
-    return verify_copy(source, reader->get(), size, part.display_path(), session_.route.evict, &control_);
+    // The time spent reading back stays in the rate: with verify on, it is part of every file's cost.
+    return verify_copy(source, reader->get(), size, part.display_path(), session_.route.evict,
+                       [this] { return go_on_reading(); });
 }
 
 } // namespace job_detail

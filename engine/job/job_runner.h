@@ -391,6 +391,9 @@ private:
     SharedDirFd planned_root(const std::string &folder);
     void walk_item(ItemWalk &walk);
     void wait_if_paused();
+    // Asked before each block read back (resume_point, same_bytes, verify_copy): beats, waits out a pause, and
+    // says whether to go on.
+    bool go_on_reading();
     void copy_entry(ItemWalk &walk, const PlanEntry &entry);
     void copy_directory(ItemWalk &walk, const PlanEntry &entry, const FileTask &where, const std::string &dst_rel);
     void copy_symlink(const FileTask &where);

@@ -254,6 +254,13 @@ void JobRunner::wait_if_paused()
     counters_.state.store(JobState::Running);
 }
 
+bool JobRunner::go_on_reading()
+{
+    control_.beat();
+    wait_if_paused();
+    return !stopping();
+}
+
 void JobRunner::run_item(const ItemPlan &plan)
 {
     if (!plan.found)

@@ -57,6 +57,8 @@ struct FaultSyscalls : Syscalls {
     std::atomic<int> sync_file_range_waits {0}, dontneed_calls {0}, willneed_calls {0}, eintr_injected {0};
     std::atomic<uint64_t> moved {0};
     std::atomic<int> data_calls {0};
+    std::atomic<uint64_t> read_bytes {0};     // what preads returned
+    std::chrono::microseconds read_delay {0}; // each pread (reading back, comparing) this long
     std::atomic<int> direct_pwrites {0}, direct_sets {0};
     std::atomic<int> direct_fd {-1}; // the descriptor O_DIRECT is set on, if any
     std::atomic<int> in_data_call {0}, max_concurrent_data_calls {0};
@@ -160,6 +162,15 @@ struct FaultSyscalls : Syscalls {
         } else if (direct_fd == fd)
             direct_fd = -1;
         return Syscalls::raw_fcntl_setfl(fd, flags & ~O_DIRECT);
+    }
+    ssize_t raw_pread(int fd, void *buf, size_t len, off_t off) override
+    {
+        if (read_delay.count() > 0)
+            std::this_thread::sleep_for(read_delay);
+        const ssize_t r = Syscalls::raw_pread(fd, buf, len, off);
+        if (r > 0)
+            read_bytes += uint64_t(r);
+        return r;
     }
     ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off) override
     {

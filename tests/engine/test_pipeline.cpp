@@ -313,17 +313,19 @@ TEST_CASE("a link onto the file it points to is renamed or skipped as asked, and
     CHECK(read_file(t / "d/f") == "the only copy");
 }
 
-TEST_CASE("verify honours cancel")
+TEST_CASE("verify asks before each block whether to go on, and a no cancels it")
 {
     TempDir t;
     write_pattern_file(t / "a", 4 * MiB, 1);
     UniqueFd a(::open((t / "a").c_str(), O_RDONLY | O_CLOEXEC));
     UniqueFd b(::open((t / "a").c_str(), O_RDONLY | O_CLOEXEC));
-    JobControl control;
-    REQUIRE(verify_copy(a.get(), b.get(), 4 * MiB, "a", true, &control).ok());
-    control.cancel();
-    const Status s = verify_copy(a.get(), b.get(), 4 * MiB, "a", true, &control);
+    int asked = 0;
+    REQUIRE(verify_copy(a.get(), b.get(), 4 * MiB, "a", true, [&] { return ++asked > 0; }).ok());
+    CHECK(asked == 4); // before each block of 1 MiB
+    asked = 0;
+    const Status s = verify_copy(a.get(), b.get(), 4 * MiB, "a", true, [&] { return ++asked < 3; });
     CHECK(s.err() == ECANCELED);
+    CHECK(asked == 3);
 }
 
 TEST_CASE("a pulled stick is said as such, on the destination only")

@@ -422,3 +422,75 @@ TEST_CASE("resume point: every byte of the part file compared, up to the first t
     CHECK(part_of(40 * MiB, 0, 0, [&] { return ++asked > 0; }) == 40 * MiB);
     CHECK(asked == 40);
 }
+
+// Reading back takes as long as copying on a slow device: a move's comparison with what an interrupted run
+// left at the target (it was killed between publishing and removing the source), and a verify. A pause must
+// hold either, and a cancel end it.
+TEST_CASE_METHOD(Faulted,
+                 "resume: reading back (a move's comparison, a verify) waits out a pause and stops on a cancel")
+{
+    write_pattern_file(t / "big", 16 * MiB, 5);
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    JobSpec spec = spec_of({t / "big"}, t / "out");
+    const bool move = GENERATE(true, false);
+    INFO((move ? "move" : "verify"));
+    if (move) {
+        write_pattern_file(t / "out/big", 16 * MiB, 5);
+        spec.move = true;
+    } else {
+        spec.verify = true;
+    }
+    fs.read_delay = 10ms; // 32 reads of 1 MiB, the only preads of 1 MiB: about a third of a second of reading
+    JobControl control;
+    ProgressCounters counters;
+    std::vector<JobEvent> events;
+    const auto started_reading = [&] {
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        while (fs.read_bytes.load() < 4 * MiB && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(1ms);
+        REQUIRE(fs.read_bytes.load() >= 4 * MiB);
+    };
+    const auto run = [&] {
+        return run_copy_job(spec, control, counters, [&](const JobEvent &e) { events.push_back(e); });
+    };
+    SECTION("pause")
+    {
+        uint64_t at_pause = 0, after_pause = 0;
+        JobState state = JobState::Running;
+        std::thread pauser([&] {
+            started_reading();
+            control.pause();
+            std::this_thread::sleep_for(100ms); // the block being read when the pause came ends
+            at_pause = fs.read_bytes.load();
+            state = counters.state.load();
+            std::this_thread::sleep_for(300ms);
+            after_pause = fs.read_bytes.load();
+            control.resume();
+        });
+        const JobSummary summary = run();
+        pauser.join();
+        CHECK(after_pause == at_pause); // nothing read while paused
+        CHECK(state == JobState::Paused);
+        CHECK(at_pause < 32 * MiB);
+        REQUIRE(summary.ok());
+        CHECK(fs.read_bytes.load() >= 32 * MiB); // then read to the end
+        CHECK(exists(t / "big") == !move);       // a move found it there: its source removed
+        CHECK(file_size(t / "out/big") == 16 * MiB);
+    }
+    SECTION("cancel")
+    {
+        std::thread canceller([&] {
+            started_reading();
+            control.cancel();
+        });
+        const JobSummary summary = run();
+        canceller.join();
+        CHECK(summary.cancelled);
+        CHECK(fs.read_bytes.load() < 32 * MiB);
+        CHECK(exists(t / "big"));
+        CHECK(exists(t / "out/big") == move); // what stood there stays; a copy cancelled leaves nothing
+        CHECK(list_tree(t / "out") == (move ? ".\tdir\nbig\tfile\t16777216\n" : ".\tdir\n")); // no part file
+        for (const JobEvent &e : events)
+            CHECK(e.kind != JobEvent::Kind::Error); // no "exists", no "verify failed": the user cancelled
+    }
+}
