@@ -11,6 +11,7 @@ first scenario that needs them.
 """
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -487,10 +488,13 @@ DROP_OPTIONS = "soft,timeo=30,retrans=1"
 DROP_LIMIT = 120  # seconds from the cut to sanecp's exit: a few of the mount's timeouts, never a hang
 
 
-def scenario_drop():
+def scenario_drop(trace=False):
     """The link goes for good mid-copy on a soft NFS mount: sanecp ends with a message naming the share instead of
-    hanging, the part file stays on the server; with the link back, the same command resumes and finishes."""
+    hanging, the part file stays on the server; with the link back, the same command resumes and finishes. With
+    |trace| (share-drop-trace-nfs4, only when named), sanecp runs under strace, and every call that took a second
+    or more is printed: where the time from the cut to the exit goes."""
     src = g.big_source()
+    out = "/tmp/strace-drop.txt"
     share("nfs4")
     os.makedirs(DROP_MOUNT, exist_ok=True)
     sh(f"timeout 30 mount -t nfs4 -o {DROP_OPTIONS} {SERVER_IP}:/ {DROP_MOUNT}")
@@ -498,6 +502,8 @@ def scenario_drop():
         clear("nfs4")
         g.drop_caches()
         cmd = ["sanecp", "--json", src, DROP_MOUNT + "/"]
+        if trace:
+            cmd = ["strace", "-f", "-tt", "-T", "-o", out] + cmd
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
         err = []
         reader = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
@@ -518,6 +524,13 @@ def scenario_drop():
         link(LINK)
         said = "".join(err)
         g.diag(f"nfs4: drop: cut at 64 MiB; sanecp exited {rc} {gave_up:.1f} s later: {said.strip()[-300:]}")
+        if trace:
+            g.diag(f"nfs4: drop: the cut at {time.strftime('%H:%M:%S', time.localtime(time.time() - gave_up))}; "
+                   "sanecp's calls of a second or more (thread, time, call, result <seconds>):")
+            for line in open(out).read().splitlines() if os.path.exists(out) else []:
+                took = re.search(r"<(\d+\.\d+)>$", line)
+                if took and float(took.group(1)) >= 1.0:
+                    g.diag("  " + (line[:70] + " ... " + line[-50:] if len(line) > 130 else line))
         g.tap(cut is not None and rc == 1, "nfs4: drop: sanecp stops with exit code 1", f"exit {rc}")
         g.tap(gave_up <= DROP_LIMIT, f"nfs4: drop: within {DROP_LIMIT} s of the cut, not a hang", f"{gave_up:.1f} s")
         g.tap(f"the share at {DROP_MOUNT} stopped answering" in said, "nfs4: drop: the message names the share")
@@ -704,4 +717,5 @@ def steps():
     out += [("share-drop-nfs4", scenario_drop), ("share-hard-nfs4", scenario_hard)]
     named = [(f"share-{what}-{n}", lambda n=n, f=f: f(n)) for what, f in (("trace", scenario_trace),
                                                                            ("kio", scenario_kio)) for n in SHARES]
-    return out, named + [("share-drop-plain-nfs4", scenario_drop_plain)]
+    return out, named + [("share-drop-plain-nfs4", scenario_drop_plain),
+                         ("share-drop-trace-nfs4", lambda: scenario_drop(trace=True))]
