@@ -437,7 +437,7 @@ private:
                      FileCopyResult &copied, std::optional<Sha256Digest> &digest);
     Status publish_big(const FileTask &task, int in, PartFile &part, uint64_t start, const FileCopyResult &copied,
                        const std::optional<Sha256Digest> &digest, AttemptBytes &bytes);
-    Status part_failed(PartFile &part, Status error) const;
+    Status part_failed(PartFile &part, Status error);
     Result<PartFile> resume_or_create(const FileTask &task, int in, const struct stat &st, uint64_t &start);
     Status verify_part(const PartFile &part, int source, uint64_t size);
     Status finish_hash(SourceHash &hash, int in, uint64_t copied, const std::string &source,

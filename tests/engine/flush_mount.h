@@ -4,6 +4,7 @@
 // the background closes (engine/file/background_closer.h).
 #pragma once
 
+#include "catch.h"
 #include "fault_syscalls.h"
 #include "test_support.h"
 
@@ -18,13 +19,15 @@
 #include <string_view>
 #include <sys/stat.h>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 namespace sanecopy::test {
 
 // Every close of a part file sleeps (there 100 ms, here |sleep|) in the thread that calls it; counts how many
 // overlap, whether the file had its real name by then and a sync had come since it was created, and fails the close
-// of one chosen part file with EIO. flush_everywhere() makes the probe see "flush" on every mount.
+// of one chosen part file with EIO. flush_everywhere() makes the probe see "flush" on every mount, share_at() an NFS
+// share where the test's files go.
 struct FlushMount : FaultSyscalls {
     std::chrono::milliseconds sleep {20};
     std::string failing_part; // ".<name>.part" whose close fails
@@ -48,6 +51,40 @@ struct FlushMount : FaultSyscalls {
         std::istringstream in(read_file("/proc/self/mountinfo"));
         while (std::getline(in, line))
             text += line + ",flush\n";
+        write_text_file(file, text);
+        mountinfo = file;
+    }
+
+    // The mount that holds |dir| as an NFS 4 share, the others as they are.
+    void share_at(const std::string &dir, const std::string &file)
+    {
+        char real[4096] = {};
+        REQUIRE(::realpath(dir.c_str(), real) != nullptr);
+        const std::string path = real;
+        std::vector<std::string> lines;
+        std::string line;
+        std::istringstream in(read_file("/proc/self/mountinfo"));
+        std::size_t holder = 0, longest = 0;
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string id, parent, dev, root, point;
+            fields >> id >> parent >> dev >> root >> point;
+            const bool holds = path == point || point == "/" ||
+                               (path.compare(0, point.size(), point) == 0 && path[point.size()] == '/');
+            if (holds && point.size() >= longest) {
+                longest = point.size();
+                holder = lines.size();
+            }
+            lines.push_back(line);
+        }
+        REQUIRE(!lines.empty());
+        std::string &held = lines[holder];
+        const std::size_t dash = held.find(" - ");
+        REQUIRE(dash != std::string::npos);
+        held = held.substr(0, dash) + " - nfs4 10.0.0.2:/export rw,vers=4.2,soft";
+        std::string text;
+        for (const std::string &l : lines)
+            text += l + "\n";
         write_text_file(file, text);
         mountinfo = file;
     }

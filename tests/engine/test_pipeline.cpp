@@ -611,6 +611,41 @@ TEST_CASE("a job given a closer (the KIO worker's) ends before its files' closes
     CHECK(fs.closes_after_sync.load() == 3);
 }
 
+// A share's client writes again, at the close, what it could not send, and waits for the server as long again
+// (NFS, soft mount, link gone: 30 s after the failed sync's 54 s). The user hears of it before that close, and
+// the job still ends only after it.
+TEST_CASE("a share failing under a big file: the error is said before the part file's slow close, the job waits for it")
+{
+    TempDir t;
+    write_pattern_file(t / "big", 8 << 20, 3);
+    mkdir_p(t / "out");
+    FlushMount fs;
+    fs.sleep = std::chrono::milliseconds(500); // the close writing again, and timing out
+    fs.share_at(t / "out", t / "mountinfo");
+    ScopedSyscalls seam(fs);
+    fs.data_errno = EIO;
+    fs.fail_after_bytes = 3 << 20;
+    ProgressCounters counters;
+    int closed_at_error = -1, closed_at_done = -1;
+    std::string said;
+    JobSummary summary = run_copy_job(spec_of({t / "big"}, t / "out"), {}, counters, [&](const JobEvent &e) {
+        if (e.kind == JobEvent::Kind::Error && closed_at_error < 0) {
+            closed_at_error = fs.closes_done.load();
+            said = e.message;
+        }
+        if (e.kind == JobEvent::Kind::Done)
+            closed_at_done = fs.closes_done.load();
+    });
+    INFO(said);
+    CHECK_FALSE(summary.ok());
+    CHECK(said.find("share") != std::string::npos); // the probe saw the share
+    CHECK(closed_at_error == 0);                    // said while the part file's close still waited
+    CHECK(fs.part_closes.load() == 1);
+    CHECK(closed_at_done == 1);         // and done only once it returned
+    CHECK(exists(t / "out/.big.part")); // kept for a resume
+    CHECK_FALSE(exists(t / "out/big"));
+}
+
 TEST_CASE_METHOD(Faulted, "move: on the same filesystem, one rename")
 {
     make_small_tree(t / "tree", 5);

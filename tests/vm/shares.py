@@ -510,20 +510,24 @@ def scenario_drop(trace=False):
         reader.start()
         killer = threading.Timer(DROP_LIMIT + 60, p.kill)  # a hang fails the checks below, not the whole suite
         killer.start()
-        cut = None
+        cut = said_at = None
         # Past the first resume point (5 s of copying): then the part file has a verified prefix to go on from.
         for line in p.stdout:
             rec = json.loads(line)
             if cut is None and rec.get("type") == "progress" and rec["durable_bytes"] >= 64 * MiB:
                 link(f"{LINK} loss 100%")
                 cut = time.monotonic()
+            if said_at is None and rec.get("type") == "error":
+                said_at = time.monotonic()
         rc = p.wait()
         gave_up = time.monotonic() - (cut or time.monotonic())
         killer.cancel()
         reader.join()
         link(LINK)
         said = "".join(err)
-        g.diag(f"nfs4: drop: cut at 64 MiB; sanecp exited {rc} {gave_up:.1f} s later: {said.strip()[-300:]}")
+        g.diag(f"nfs4: drop: cut at 64 MiB; sanecp exited {rc} {gave_up:.1f} s later"
+               + (f", its first error came after {said_at - cut:.1f} s" if said_at and cut else "")
+               + f": {said.strip()[-300:]}")
         if trace:
             g.diag(f"nfs4: drop: the cut at {time.strftime('%H:%M:%S', time.localtime(time.time() - gave_up))}; "
                    "sanecp's calls of a second or more (thread, time, call, result <seconds>):")
