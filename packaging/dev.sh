@@ -82,6 +82,11 @@ echo "== building in $build"
 # clone rebuilds everything.
 # Paths relative to the checkout, so a clone in another folder (CI's) hits what this one cached.
 export CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=true
+# rcc writes each resource's time into the code it makes: a clone's files are all new, so the commit's time stands
+# in for theirs (the reproducible-builds variable rcc reads), and those files too come from ccache.
+if epoch=$(git -C "$here" log -1 --format=%ct 2>/dev/null) && [ -n "$epoch" ]; then
+    export SOURCE_DATE_EPOCH="$epoch"
+fi
 # The prefix of a Debian package: nothing is installed from here, but `cpack -G DEB` packs this build, and the
 # .deb goes through lintian (packaging/deb_lintian). Install a build by hand with the .deb, or configure another
 # folder with the default /usr/local for `cmake --install`. Qt's own plugin folder for the KIO worker, where KIO

@@ -3,6 +3,7 @@
 
 #include "device_probe.h"
 #include "sys.h"
+#include "test_paths.h"
 #include "test_support.h"
 
 #include <algorithm>

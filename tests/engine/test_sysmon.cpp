@@ -3,6 +3,7 @@
 
 #include "fd.h"
 #include "sysmon.h"
+#include "test_paths.h"
 #include "test_support.h"
 
 #include <cstdio>

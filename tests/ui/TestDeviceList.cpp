@@ -3,6 +3,7 @@
 #include "DestinationPicker.h"
 #include "DeviceList.h"
 #include "DeviceWatcher.h"
+#include "test_paths.h"
 
 #include <QComboBox>
 #include <QToolButton>

@@ -14,6 +14,7 @@
 #include "SourceDropArea.h"
 #include "Translations.h"
 #include "WindowFixtures.h"
+#include "test_paths.h"
 
 #include <QAbstractButton>
 #include <QDir>
@@ -101,7 +102,7 @@ QStringList problemsIn(QWidget *top, int &checked)
 
 void shoot(QWidget *w, const QString &state)
 {
-    const QString dir = QStringLiteral(QT_TESTCASE_BUILDDIR "/screenshots");
+    const QString dir = QStringLiteral(SANECOPY_UI_TEST_DIR "/screenshots");
     QDir().mkpath(dir);
     w->grab().save(dir + QStringLiteral("/pseudo-%1.png").arg(state));
 }
