@@ -221,6 +221,61 @@ class Sampler:
         self._thread.join()
 
 
+class WaitSampler:
+    """Where the threads of KIO's processes (kioclient, its workers, kiod) were while a kioclient copy ran: each
+    thread's state and kernel wait channel, four times a second. summary() gives the most frequent, as shares of
+    all samples: a run slower than its bound says whether it computed (R), slept in a close (vfat's flush),
+    waited on a lock (futex) or on a socket (poll: D-Bus, the worker's connection)."""
+
+    PROGRAMS = ("kioclient", "kioworker", "kiod6", "kiod5", "kiod")
+
+    def __init__(self):
+        self.counts = {}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+
+    def _loop(self):
+        while not self._stop.is_set():
+            for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+                comm = self._read(f"/proc/{pid}/comm")
+                if not comm.startswith(self.PROGRAMS):
+                    continue
+                try:
+                    tids = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    continue
+                for tid in tids:
+                    stat = self._read(f"/proc/{pid}/task/{tid}/stat")
+                    state = stat.rpartition(")")[2].split()[0] if ")" in stat else "?"
+                    wchan = self._read(f"/proc/{pid}/task/{tid}/wchan") or "-"
+                    key = (comm, self._read(f"/proc/{pid}/task/{tid}/comm"), state, wchan if state != "R" else "-")
+                    self.counts[key] = self.counts.get(key, 0) + 1
+            self.samples += 1
+            time.sleep(0.25)
+
+    def summary(self, top=8):
+        total = sum(self.counts.values()) or 1
+        ranked = sorted(self.counts.items(), key=lambda kv: -kv[1])[:top]
+        return "; ".join(f"{p}/{t} {st} {w} {100 * n / total:.0f} %" for (p, t, st, w), n in ranked)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 # The programs the scenarios time side by side.
 TIMED_PROGRAMS = ("sanecp", "dd", "cp", "rsync", "sync")
 _program_files = []
@@ -609,20 +664,22 @@ def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
     os.makedirs(shm)
     os.chown(shm, USER_UID, USER_UID)
     t0 = time.monotonic()
-    p = kioclient_copy(tree, f"sanecopy://{shm}/")
-    floor = time.monotonic() - t0
+    with WaitSampler() as waits:
+        p = kioclient_copy(tree, f"sanecopy://{shm}/")
+        floor = time.monotonic() - t0
     shutil.rmtree(shm, ignore_errors=True)
     diag(f"{SMALL_FILES} small files onto a tmpfs through kioclient and the worker as {USER}: {floor:.2f} s "
-         f"(exit {p.returncode})")
+         f"(exit {p.returncode}); KIO's threads: {waits.summary()}")
     clear_stick(mnt)
     drop_caches()
     t0 = time.monotonic()
-    with Sampler() as s:
+    with Sampler() as s, WaitSampler() as waits:
         p = kioclient_copy(tree, f"sanecopy://{mnt}/")
         secs = time.monotonic() - t0
         left = in_flight()
     diag(f"{fs}/desktop: {SMALL_FILES} small files through kioclient and the worker as {USER}: {secs:.2f} s "
-         f"= {ratio_text(secs, cp)} cp -r + sync per file, peak {s.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB")
+         f"= {ratio_text(secs, cp)} cp -r + sync per file, peak {s.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB; "
+         f"KIO's threads: {waits.summary()}")
     tap(p.returncode == 0, f"{fs}/desktop: small files through the KIO worker: kioclient exits 0", p.stderr.strip()[-300:])
     same = run(["diff", "-r", tree, f"{mnt}/tree"], check=False).returncode == 0
     tap(same, f"{fs}/desktop: small files through the KIO worker: every file identical")
