@@ -16,9 +16,10 @@ namespace sanecopy {
 
 // Hashes |size| bytes of |source| and of |copy| (a descriptor open for reading on the durable copy). Succeeds
 // when both hashes agree; fails with EBADMSG when they don't, with the read error, or with ECANCELED when
-// |go_on|, asked before each block of 1 MiB (it may wait out a pause, and beat), says no. With |evict| (the route's page-cache policy; off onto tmpfs,
-// where memory is the device) the copy's pages are dropped first, so the reads go to the device, and what
-// verify read in on either side is dropped again; the source's pages cached before are left alone.
+// |go_on|, asked before each block of 1 MiB (it may wait out a pause, and beat), says no. With |evict| (the
+// route's page-cache policy; off onto tmpfs, where memory is the device) the copy's pages are dropped first, so
+// the reads go to the device, and what verify read in on either side is dropped again; the source's pages cached
+// before are left alone.
 Status verify_copy(int source, int copy, uint64_t size, const std::string &display_path, bool evict = true,
                    const std::function<bool()> &go_on = {});
 
