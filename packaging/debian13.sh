@@ -256,9 +256,10 @@ ctest_summary=""
 run_ctest() {
     local out=$cache/ctest.log rc=0
     log "running every test (ctest) in the Debian 13 root"
-    # XDG_RUNTIME_DIR: Qt and KIO want one; each kioclient test makes its own below /var/tmp anyway.
+    # XDG_RUNTIME_DIR: Qt and KIO want one; each kioclient test makes its own below /var/tmp anyway. Two tests per
+    # core, as dev.sh runs them: most of them wait.
     in_root "$cache/root" bash -c 'mkdir -p -m 700 /run/user/0 && cd /build && XDG_RUNTIME_DIR=/run/user/0 \
-        ctest --output-on-failure -j"$(nproc)" "$@"' ctest "$@" 2>&1 | tee "$out" || rc=$?
+        ctest --output-on-failure -j"$(($(nproc) * 2))" "$@"' ctest "$@" 2>&1 | tee "$out" || rc=$?
     ctest_summary=$(grep -E '^[0-9]+% tests passed' "$out" || true)
     if grep -q '^The following tests did not run:' "$out"; then
         echo "debian13: tests were skipped; on Debian 13 every test must run:" >&2
