@@ -199,18 +199,22 @@ def written():
     return (bdi_stats() or {}).get("BdiWritten", 0)
 
 
-class Sampler:
-    """The peak of the stick's dirty + writeback bytes while a tool runs."""
+class Polling:
+    """A context that calls sample() every |interval| seconds on a thread of its own while it lasts."""
+
+    interval = 0.02
 
     def __init__(self):
-        self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
+    def sample(self):
+        raise NotImplementedError
+
     def _loop(self):
         while not self._stop.is_set():
-            self.peak = max(self.peak, in_flight())
-            time.sleep(0.02)
+            self.sample()
+            time.sleep(self.interval)
 
     def __enter__(self):
         self._thread.start()
@@ -221,19 +225,29 @@ class Sampler:
         self._thread.join()
 
 
-class WaitSampler:
+class Sampler(Polling):
+    """The peak of the stick's dirty + writeback bytes while a tool runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.peak = 0
+
+    def sample(self):
+        self.peak = max(self.peak, in_flight())
+
+
+class WaitSampler(Polling):
     """Where the threads of KIO's processes (kioclient, its workers, kiod) were while a kioclient copy ran: each
     thread's state and kernel wait channel, four times a second. summary() gives the most frequent, as shares of
     all samples: a run slower than its bound says whether it computed (R), slept in a close (vfat's flush),
     waited on a lock (futex) or on a socket (poll: D-Bus, the worker's connection)."""
 
     PROGRAMS = ("kioclient", "kioworker", "kiod6", "kiod5", "kiod")
+    interval = 0.25
 
     def __init__(self):
+        super().__init__()
         self.counts = {}
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
 
     @staticmethod
     def _read(path):
@@ -243,37 +257,26 @@ class WaitSampler:
         except OSError:
             return ""
 
-    def _loop(self):
-        while not self._stop.is_set():
-            for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-                comm = self._read(f"/proc/{pid}/comm")
-                if not comm.startswith(self.PROGRAMS):
-                    continue
-                try:
-                    tids = os.listdir(f"/proc/{pid}/task")
-                except OSError:
-                    continue
-                for tid in tids:
-                    stat = self._read(f"/proc/{pid}/task/{tid}/stat")
-                    state = stat.rpartition(")")[2].split()[0] if ")" in stat else "?"
-                    wchan = self._read(f"/proc/{pid}/task/{tid}/wchan") or "-"
-                    key = (comm, self._read(f"/proc/{pid}/task/{tid}/comm"), state, wchan if state != "R" else "-")
-                    self.counts[key] = self.counts.get(key, 0) + 1
-            self.samples += 1
-            time.sleep(0.25)
+    def sample(self):
+        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            comm = self._read(f"/proc/{pid}/comm")
+            if not comm.startswith(self.PROGRAMS):
+                continue
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                stat = self._read(f"/proc/{pid}/task/{tid}/stat")
+                state = stat.rpartition(")")[2].split()[0] if ")" in stat else "?"
+                wchan = self._read(f"/proc/{pid}/task/{tid}/wchan") or "-"
+                key = (comm, self._read(f"/proc/{pid}/task/{tid}/comm"), state, wchan if state != "R" else "-")
+                self.counts[key] = self.counts.get(key, 0) + 1
 
     def summary(self, top=8):
         total = sum(self.counts.values()) or 1
         ranked = sorted(self.counts.items(), key=lambda kv: -kv[1])[:top]
         return "; ".join(f"{p}/{t} {st} {w} {100 * n / total:.0f} %" for (p, t, st, w), n in ranked)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 # The programs the scenarios time side by side.

@@ -159,19 +159,18 @@ def client_dirty():
 
 
 class DirtySampler(g.Sampler):
-    def _loop(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, client_dirty())
-            time.sleep(0.02)
+    def sample(self):
+        self.peak = max(self.peak, client_dirty())
 
 
-class LinkTimeline(g.Sampler):
+class LinkTimeline(g.Polling):
     """What the client's end of the link sent while a tool ran, every 20 ms: where a big file's time went. Startup
     is the time to the first 64 KiB sent, the tail the time from the last bytes sent to the tool's exit, and idle
     the 20 ms slots in between that carried less than a fifth of the link's rate (a sync waiting out a round trip
     with nothing else in flight)."""
 
     SLOT = 0.02
+    interval = SLOT
     # TCP's own account of the run, beside the timeline: the client's retransmissions and retransmission timeouts
     # (a stretch of idle slots after a loss), and the server's zero windows (its reader fell behind).
     CLIENT_TCP = ("TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes")
@@ -211,10 +210,8 @@ class LinkTimeline(g.Sampler):
         with open("/sys/class/net/veth-c/statistics/tx_bytes") as f:
             return int(f.read())
 
-    def _loop(self):
-        while not self._stop.is_set():
-            self.samples.append((time.monotonic(), self.sent()))
-            time.sleep(self.SLOT)
+    def sample(self):
+        self.samples.append((time.monotonic(), self.sent()))
 
     def summary(self, t0, t_end):
         if len(self.samples) < 2:
