@@ -75,7 +75,17 @@ sanecopy::Result<bool> FolderRun::hold(const std::string &source, const std::str
                                        sanecopy::ConflictPolicy policy)
 {
     std::lock_guard lock(mutex_);
+    sanecopy::Result<bool> held = holdLocked(source, target, policy);
+    // The idle clock starts when the call returns, as in settle(): a hold slower than kIdle (a source slow to
+    // open or read, a busy machine) would otherwise let the idle loop end the run the moment it returns, and
+    // every later file of the job would go the usual way, each with its own syncs.
     last_ = std::chrono::steady_clock::now();
+    return held;
+}
+
+sanecopy::Result<bool> FolderRun::holdLocked(const std::string &source, const std::string &target,
+                                             sanecopy::ConflictPolicy policy)
+{
     if (!failure_.ok()) // an idle settle failed: say so now, on the call that comes next
         return std::exchange(failure_, sanecopy::Status());
     const std::string folder = parentOf(target);

@@ -74,6 +74,8 @@ public:
     std::size_t held() const;
 
 private:
+    sanecopy::Result<bool> holdLocked(const std::string &source, const std::string &target,
+                                      sanecopy::ConflictPolicy policy);
     sanecopy::Status settleLocked(bool endRun);
     void idleLoop();
 
