@@ -10,8 +10,8 @@
 // right after its syncfs, a big file once published), so a close has nothing left to write and nothing to say:
 // its result is not looked at. On Linux a close can only repeat an error fsync would have reported first, and
 // vfat's never fails. The file's rename may come while it closes: it is by name, not by descriptor.
-// One exception: a part file kept after a share failed under it (JobRunner::part_failed). Its close may write
-// again and fail again; no one trusts what it holds until a later run has read it back.
+// One exception: a part file kept after a share failed under it (JobRunner::part_failed, StreamWriter::abort).
+// Its close may write again and fail again; no one trusts what it holds until a later run has read it back.
 // close() returns at once: the caller bounds what it hands over (a batch hands over one group, whose descriptors
 // it held anyway, and the KIO worker one file at a time, far slower than the closes go), so the job never waits for
 // a close. drain() returns once every close handed over has returned; the destructor drains. The threads start

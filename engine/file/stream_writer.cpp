@@ -40,6 +40,16 @@ std::string StreamWriter::part_path() const { return dir_path_ + "/" + part_name
 void StreamWriter::abort()
 {
     windows_.reset();
+    // A share that stopped answering under the stream: its client writes again what it could not send when the
+    // part file is closed, and waits for the server as long again, and so would an unlink (JobRunner::part_failed
+    // in a copy). The part file stays, unstamped, so no stream goes on from it (the next one replaces it), and
+    // its close goes to the closer: the error is said first. A full share answers, and gets its space back.
+    if (closer_ && part_.valid() && !finished_ && !broken_.ok() && broken_.on_destination() &&
+        broken_.err() != ENOSPC && broken_.err() != EDQUOT && is_network_share(device_)) {
+        closer_->close(part_.take_fd());
+        part_.keep();
+        return;
+    }
     part_.discard(); // after commit() it owns no name any more and only closes the descriptor
 }
 
@@ -126,8 +136,7 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     w.conflict_ = options.conflict == ConflictPolicy::Skip ? ConflictPolicy::Refuse : options.conflict;
     w.file_mode_ = options.mode;
     w.mtime_ = options.mtime;
-    if (w.device_.mount_flags.flush)
-        w.closer_ = options.closer;
+    w.closer_ = options.closer;
     w.limits_ = options.limits;
     if (w.limits_.request == 0)
         w.limits_.request = w.device_.max_request_bytes; // ChunkLimits::request
@@ -296,7 +305,7 @@ Status StreamWriter::finish(std::string *final_path)
         finished_ = true;
         if (final_path)
             *final_path = dir_path_ + "/" + final_name;
-        if (closer_)
+        if (closer_ && device_.mount_flags.flush)
             closer_->close(part_.take_fd()); // durable under its name: the close's 100 ms sleep need not be waited for
     }
     return s ? s : fail(std::move(s));

@@ -54,6 +54,7 @@ struct StreamOptions {
     bool resume = false;
     // Where each close of a written file sleeps (vfat "flush"): the published file is closed on this closer
     // (background_closer.h) instead of by the writer, so the sender's next file need not wait 100 ms for it.
+    // On any mount, a part file left after a share stopped answering is closed there too (abort()).
     std::shared_ptr<BackgroundCloser> closer;
 };
 
@@ -88,6 +89,9 @@ public:
     Status finish(std::string *final_path = nullptr);
 
     // Drops the part file now, with whatever the kernel still holds of it. Idempotent; a no-op after finish().
+    // On a share that stopped answering (a write or sync failed there, not for want of space), the part file
+    // stays instead, unstamped, and is closed on StreamOptions::closer when there is one: both its close and its
+    // unlink would wait for the server.
     void abort();
 
     bool valid() const { return part_.valid() || finished_; }
@@ -129,7 +133,8 @@ private:
     ConflictPolicy conflict_ = ConflictPolicy::Refuse;
     std::optional<mode_t> file_mode_;
     std::optional<struct timespec> mtime_;
-    std::shared_ptr<BackgroundCloser> closer_; // where the published file is closed, on a "flush" mount
+    // Where the published file is closed on a "flush" mount, and a part file a share failed under (abort()).
+    std::shared_ptr<BackgroundCloser> closer_;
     ChunkLimits limits_;
     ChunkPlan plan_;
     RateMeter meter_;

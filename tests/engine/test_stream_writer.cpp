@@ -137,6 +137,35 @@ TEST_CASE("stream to file on a vfat flush mount: the published file is closed on
     CHECK(fs.closes_done.load() == 1);
 }
 
+TEST_CASE("stream onto a share that stops answering: the error first, the part file's close on the closer")
+{
+    TempDir t;
+    write_pattern_file(t / "src", 4 * MiB);
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    FlushMount fs;
+    fs.sleep = std::chrono::milliseconds(1000); // the close writing again, and timing out
+    fs.share_at(t / "out", t / "mountinfo");
+    ScopedSyscalls seam(fs);
+    fs.data_errno = EIO;
+    fs.fail_after_bytes = MiB;
+    ProgressCounters counters;
+    StreamOptions options;
+    options.closer = std::make_shared<BackgroundCloser>(1);
+    {
+        auto w = opened(t / "out/dst", counters, options);
+        CHECK_FALSE(stream_file(t / "src", w.value(), {65536}).ok());
+        CHECK(w->keep_for_resume().err() == EIO);
+    }
+    CHECK(fs.closes_done.load() == 0); // the writer is gone and the error said, its part file still closing
+    options.closer->drain();
+    CHECK(fs.part_closes.load() == 1);
+    CHECK(fs.closes_off_job_thread.load() == 1);
+    // Left where it was (removing it would wait on the server too), and never gone on from: unstamped.
+    CHECK(exists(t / "out/.dst.part"));
+    CHECK(StreamWriter::resumable_part_size(t / "out/dst", std::nullopt) == 0);
+    CHECK_FALSE(exists(t / "out/dst"));
+}
+
 TEST_CASE("stream to file: the real name never appears before finish")
 {
     TempDir t;
