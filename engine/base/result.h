@@ -92,6 +92,13 @@ private:
     bool device_removed_ = false;
 };
 
+// errno values after which no further file is attempted: the device is full, gone or read-only. Only said of
+// errors on the destination side.
+bool is_device_fatal(int err);
+// errno values after which a part file stays for a later run to resume: the device failed or went away (a pulled
+// stick, a share that stopped answering), but what it has is still good.
+bool keeps_part_file(int err);
+
 template <typename T>
 class [[nodiscard]] Result {
 public:

@@ -89,9 +89,9 @@ public:
     Status finish(std::string *final_path = nullptr);
 
     // Drops the part file now, with whatever the kernel still holds of it. Idempotent; a no-op after finish().
-    // On a share that stopped answering (a write or sync failed there, not for want of space), the part file
-    // stays instead, unstamped, and is closed on StreamOptions::closer when there is one: both its close and its
-    // unlink would wait for the server.
+    // On a share that stopped answering (a write or sync failed there with an error keeps_part_file() names), the
+    // part file stays instead, unstamped, and is closed on StreamOptions::closer when there is one: both its close
+    // and its unlink would wait for the server.
     void abort();
 
     bool valid() const { return part_.valid() || finished_; }

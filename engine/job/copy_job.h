@@ -203,11 +203,4 @@ DiscardResult discard_unfinished(const JobSpec &spec);
 JobSummary run_copy_job(const JobSpec &spec, const JobControl &control, ProgressCounters &counters,
                         const JobEventSink &sink);
 
-// errno values after which no further file is attempted: the device is full, gone or read-only. Only said of
-// errors on the destination side.
-bool is_device_fatal(int err);
-// errno values after which a big file's part file stays for a later run to resume: the device failed or went
-// away, but what it has is still good.
-bool keeps_part_file(int err);
-
 } // namespace sanecopy

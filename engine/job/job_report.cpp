@@ -10,26 +10,6 @@
 
 namespace sanecopy {
 
-namespace {
-// A share's server or the link to it gone (a soft mount timing out, a dropped connection), or a share that still
-// answers "try again" after the copy wrote its unsynced bytes again (copy_file.cpp, ChunkedCopy::write_again).
-bool link_lost(int err)
-{
-    return err == ETIMEDOUT || err == EHOSTDOWN || err == EHOSTUNREACH || err == ENETUNREACH || err == EAGAIN;
-}
-} // namespace
-
-bool keeps_part_file(int err)
-{
-    return err == EIO || err == ENODEV || err == ENXIO || err == ENOTCONN || err == ESHUTDOWN || link_lost(err);
-}
-
-bool is_device_fatal(int err)
-{
-    return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS || err == ENODEV || err == ENXIO ||
-           err == ENOTCONN || err == ESHUTDOWN || link_lost(err);
-}
-
 namespace job_detail {
 
 void JobRunner::report_error(Status s, const std::string &path)

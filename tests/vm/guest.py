@@ -660,7 +660,7 @@ def kioclient_copy(src, dest_url, timeout=900):
 
 def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
     """The same tree dropped on Dolphin's "Safe Copy" place: kioclient through the KF6 worker, as the desktop's
-    user. KIO hands the worker one file at a time, each its own engine job."""
+    user. KIO hands the worker one file at a time; the worker holds those of the folders it made (FolderRun)."""
     # What KIO and the worker cost a file with no device behind it: a tree of the same kind onto a tmpfs (which the
     # worker copies without syncs, and so without holding files: each is its own engine job, which costs more than a
     # held file). Timed on KIO_FLOOR_FILES files and taken per file, as cp's time is on the flush mount: the whole
@@ -679,8 +679,8 @@ def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
         floor_part = time.monotonic() - t0
     shutil.rmtree(shm, ignore_errors=True)
     floor = floor_part * SMALL_FILES / KIO_FLOOR_FILES
-    diag(f"{KIO_FLOOR_FILES} small files onto a tmpfs through kioclient and the worker as {USER}: {floor_part:.2f} s "
-         f"(exit {p.returncode}), {floor:.2f} s for {SMALL_FILES}; KIO's threads: {waits.summary()}")
+    diag(f"{KIO_FLOOR_FILES} small files onto a tmpfs through kioclient and the worker as {USER}: "
+         f"{floor_part:.2f} s (exit {p.returncode}), {floor:.2f} s for {SMALL_FILES}; KIO's threads: {waits.summary()}")
     clear_stick(mnt)
     drop_caches()
     t0 = time.monotonic()
