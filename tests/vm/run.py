@@ -83,22 +83,22 @@ def print_tables(table):
         return "-" if x is None else f"{x / mib:.1f} MiB"
 
     if table.get("big"):
-        print_table(["fs", "dd oflag=direct", "cp + sync", "sanecp", "sanecp / better", "sanecp peak dirty",
+        print_table(["fs", "file", "dd oflag=direct", "cp + sync", "sanecp", "sanecp / better", "sanecp peak dirty",
                      "cp peak dirty"],
-                    [[r["fs"], secs(r["dd"]), secs(r["cp"]), secs(r["sanecp"]), ratio(r["ratio"]), size(r["peak"]),
-                      size(r["cp_peak"])] for r in table["big"]])
+                    [[r["fs"], f"{r['bytes'] // mib} MiB", secs(r["dd"]), secs(r["cp"]), secs(r["sanecp"]),
+                      ratio(r["ratio"]), size(r["peak"]), size(r["cp_peak"])] for r in table["big"]])
     if table.get("small"):
         print_table(["fs", "cp -r + sync", "sanecp", "sanecp / cp", "sanecp peak dirty"],
                     [[r["fs"], secs(r["cp"]), secs(r["sanecp"]), ratio(r["ratio"]), size(r["peak"])]
                      for r in table["small"]])
     if table.get("shares"):
-        print("# Shares: servers in a network namespace behind netem, 100 Mbit/s and 10 ms each way; 120 MiB file "
-              "(the link's own limit 10.07 s), 100 small files.")
+        print("# Shares: servers in a network namespace behind netem, 100 Mbit/s and 10 ms each way; the big file "
+              "(120 MiB: the link's own limit 10.07 s), 100 small files.")
         big = [r for r in table["shares"] if "link" in r]
-        print_table(["share", "dd oflag=direct", "cp + sync", "sanecp", "of the link", "sanecp / better",
+        print_table(["share", "file", "dd oflag=direct", "cp + sync", "sanecp", "of the link", "sanecp / better",
                      "sanecp peak dirty", "cp peak dirty"],
-                    [[r["fs"], secs(r["dd"]), secs(r["cp"]), secs(r["sanecp"]), f"{r['link']:.1%}",
-                      ratio(r["ratio"]), size(r["peak"]), size(r["cp_peak"])] for r in big])
+                    [[r["fs"], f"{r['bytes'] // mib} MiB", secs(r["dd"]), secs(r["cp"]), secs(r["sanecp"]),
+                      f"{r['link']:.1%}", ratio(r["ratio"]), size(r["peak"]), size(r["cp_peak"])] for r in big])
         small = [r for r in table["shares"] if "link" not in r]
         print_table(["share", "cp -r + sync", "sanecp", "sanecp / cp", "sanecp peak dirty"],
                     [[r["fs"], secs(r["cp"]), secs(r["sanecp"]), ratio(r["ratio"]), size(r["peak"])] for r in small])

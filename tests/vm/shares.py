@@ -284,8 +284,8 @@ def sanecp(name, src, on_record=None):
 
 
 def scenario_big(name):
-    """A 120 MiB file onto the share: sanecp (against cp + sync and dd oflag=direct, side by side, with "compare")."""
-    src = g.big_source()
+    """The big file onto the share: sanecp (against cp + sync and dd oflag=direct, side by side, with "compare")."""
+    src = g.checked_source()
     mnt = share(name)
     cp = cp_peak = dd = best = None
     if g.COMPARE:
@@ -297,8 +297,8 @@ def scenario_big(name):
             dd = float("inf")
         best = min(cp, dd)
     rc, secs, peak, ahead, records, err = sanecp(name, src)
-    link_secs = g.BIG / LINK_BYTES_PER_SEC
-    g.diag(f"{name}: {g.BIG // MiB} MiB: cp + sync {g.seconds_text(cp)} (peak {(cp_peak or 0) / MiB:.1f} MiB), "
+    link_secs = os.path.getsize(src) / LINK_BYTES_PER_SEC
+    g.diag(f"{name}: {os.path.getsize(src) // MiB} MiB: cp + sync {g.seconds_text(cp)} (peak {(cp_peak or 0) / MiB:.1f} MiB), "
            f"dd oflag=direct {g.seconds_text(dd)}, sanecp {secs:.2f} s = {link_secs / secs:.1%} of the link, "
            f"{g.ratio_text(secs, best)} the better, peak {peak / MiB:.1f} MiB, lead {ahead / MiB:+.1f} MiB")
     g.tap(rc == 0, f"{name}: big file: sanecp exits 0", err.strip()[:200])
@@ -317,7 +317,8 @@ def scenario_big(name):
     g.tap(peak <= g.DIRTY_BOUND, f"{name}: big file: peak dirty + writeback <= 32 MiB", f"{peak / MiB:.1f} MiB")
     g.tap(ahead <= AHEAD_SLACK, f"{name}: big file: durable_bytes never ahead of what the server has",
           f"worst {ahead / MiB:+.1f} MiB over {sum(r.get('type') == 'progress' for r in records)} records")
-    return {"fs": name, "dd": dd, "cp": cp, "sanecp": secs, "ratio": best and secs / best, "link": link_secs / secs,
+    return {"fs": name, "bytes": os.path.getsize(src), "dd": dd, "cp": cp, "sanecp": secs,
+            "ratio": best and secs / best, "link": link_secs / secs,
             "peak": peak, "cp_peak": cp_peak}
 
 
@@ -414,7 +415,7 @@ def scenario_stall(name):
     """The link stops carrying anything for STALL_SECONDS (netem 100 % loss both ways) while sanecp copies the big
     file, then comes back: the copy says within STALL_NOTICE seconds that the share is not responding, says it no
     more once the link is back, and completes with the file identical."""
-    src = g.big_source()
+    src = g.checked_source()
     share(name)
     state = {"stalled_at": None, "restored_at": None, "noticed": None, "after": []}
     moving = threading.Event()
