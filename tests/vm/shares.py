@@ -520,7 +520,7 @@ def drop_start(trace=False):
         # Past the first resume point (5 s of copying): then the part file has a verified prefix to go on from.
         for line in lines:
             rec = json.loads(line)
-            if rec.get("type") == "error":  # before the cut: the checks below say it failed
+            if run["said_at"] is None and rec.get("type") == "error":  # an error before the cut counts too
                 run["said_at"] = time.monotonic()
             if rec.get("type") == "progress" and rec["durable_bytes"] >= 64 * MiB:
                 link(f"{LINK} loss 100%")
