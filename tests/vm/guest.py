@@ -15,7 +15,6 @@ suite CI runs cost it minutes a run and fail now and then on a shared machine's 
 one run, so ratios count, not seconds: the emulation is slow, the stick is slower.
 """
 import base64
-import ctypes
 import filecmp
 import json
 import os
@@ -308,35 +307,14 @@ def program_files():
     return _program_files
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-network_down = False  # share-drop-nfs4's link is cut (shares.drop_start), and other scenarios run meanwhile
-
-
 def drop_caches():
     """The page cache emptied, for a copy from a cold source onto a clean device; then the timed programs are read
     back in, as the programs a user runs are (bench/bench.py drops only the source's and the device's pages).
     Under this emulation paging sanecp and libstdc++ in from the guest's disk took 0.14-0.6 s (dd: 0.07-0.11 s),
-    which a real disk does in milliseconds; the "start" scenario prints both.
-    While share-drop-nfs4's link is cut (network_down), the other scenarios must not wait for its gone server:
-    sync() would wait for the copy's unsent pages there, and evicting the mount's inodes may send a delegation
-    back. Then every filesystem but the network's is synced, and the page cache alone dropped."""
-    if not network_down:
-        os.sync()
-    else:
-        for line in open("/proc/self/mounts"):
-            where, fstype = line.split()[1:3]
-            if fstype in ("nfs", "nfs4", "cifs", "smb3") or fstype.startswith("fuse"):
-                continue
-            try:
-                fd = os.open(where.replace("\\040", " "), os.O_RDONLY | os.O_DIRECTORY)
-            except OSError:
-                continue
-            try:
-                _libc.syncfs(fd)
-            finally:
-                os.close(fd)
+    which a real disk does in milliseconds; the "start" scenario prints both."""
+    os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("1" if network_down else "3")
+        f.write("3")
     for path in program_files():
         with open(path, "rb") as f:
             while f.read(1 << 20):
@@ -1423,6 +1401,10 @@ def scenario_gui():
         tap(not os.path.ismount(mnt), "gui: eject: unmounted")
         tap(wait_for(lambda: not os.path.exists("/sys/block/sda"), 20), "gui: eject: powered off (the disk is gone)")
         tap(wait_for(lambda: not w.lists(mnt), 15), "gui: eject: the stick leaves the destination list")
+        shown = time.monotonic()
+        gone = wait_for(lambda: not w.lists_unmounted("STICK"), 15)
+        diag(f"gui: eject: the list without the powered-off stick, unmounted or not: {gone} after "
+             f"{time.monotonic() - shown:.2f} s: {w.devices and [d['text'] for d in w.devices['devices']]}")
         tap(w.shot("usb-vm-gui-ejected.png"), "gui: eject: screenshot saved")
     finally:
         w.close()
@@ -1470,23 +1452,8 @@ def main():
               for kind in ("big", "small") for fs in ("vfat", "exfat", "ntfs3", "ext4") for d in (False, True)
               if not (fs == "ext4" and d)]  # UDisks2 gives ext4 no uid= (its owner is on the filesystem): one row
     extra += shares.bench_steps(bench.append)
-    # share-drop-nfs4 waits 80-90 s with its link cut while the kernel gives up on the gone server, and the guest is
-    # idle meanwhile (5 % of the host's CPU). Without "compare", the scenarios below, which neither time anything,
-    # use the link nor the desktop's services, run in that time: the drop's copy and cut come first, and its checks
-    # right after them: 163 s for the five against 232 s one after another. With "compare" nothing runs beside a
-    # timed copy.
-    beside_drop = ("big-vfat", "big-ext4", "small-vfat", "small-ext4")
-    if not COMPARE and want("share-drop-nfs4") and any(want(n) for n in beside_drop):
-        pending = {}
-        steps = [(n, s) for n, s in steps if n != "share-drop-nfs4"]
-        last = max(k for k, (n, _) in enumerate(steps) if n in beside_drop and want(n))
-        steps.insert(last + 1, ("share-drop-nfs4 (its end)",
-                                lambda: "run" in pending and shares.drop_finish(pending.pop("run"))))
-        steps.insert(0, ("share-drop-nfs4 (the copy and the cut)",
-                         lambda: pending.update(run=shares.drop_start())))
     for name, step in steps + extra:
-        base = name.split(" ")[0]  # a scenario in two halves: "NAME (...)"
-        if not want(base) or (only is None and any(base == e for e, _ in extra)):
+        if not want(name) or (only is None and any(name == e for e, _ in extra)):
             continue
         diag(f"--- {name}")
         t0 = time.monotonic()
@@ -1506,7 +1473,8 @@ def main():
                 tap(False, f"{name}: ran to its end", f"{type(e).__name__}: {e}")
         # What the kernel said meanwhile about the stick (resets, timeouts), which explains an odd time.
         kernel = run(["dmesg", "--read-clear"], check=False).stdout
-        notes = [l for l in kernel.splitlines() if any(w in l for w in ("reset", "timing out", "abort", "error"))]
+        notes = [l for l in kernel.splitlines()
+                 if any(w in l for w in ("reset", "timing out", "abort", "error", "WARNING", "BUG", "Oops"))]
         diag(f"{name}: {time.monotonic() - t0:.0f} s" + (f"; the kernel: {len(notes)} lines" if notes else ""))
         for line in notes[:12]:
             diag(f"  {line}")

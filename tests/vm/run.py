@@ -141,7 +141,9 @@ def main():
         os.unlink(qmp_path)
     console_path = os.path.join(a.work, "console.log")
 
-    append = "root=/dev/vda rw console=ttyS0 init=/sanecopy-vm/init.sh panic=-1 quiet loglevel=3"
+    # oops=panic: a kernel Oops ends the guest at once (panic=-1, -no-reboot) and fails the run, where a guest
+    # left running after one printed RCU stalls for the rest of TOTAL_LIMIT (2026-11-28, slab corruption in a close).
+    append = "root=/dev/vda rw console=ttyS0 init=/sanecopy-vm/init.sh panic=-1 oops=panic quiet loglevel=3"
     if a.only:
         append += f" sanecopy.only={a.only}"
     cmd = [

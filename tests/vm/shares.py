@@ -491,19 +491,11 @@ def scenario_drop(trace=False):
     hanging, the part file stays on the server; with the link back, the same command resumes and finishes. With
     |trace| (share-drop-trace-nfs4, only when named), sanecp runs under strace, and every call that took a second
     or more is printed: where the time from the cut to the exit goes."""
-    drop_finish(drop_start(trace))
-
-
-def drop_start(trace=False):
-    """share-drop-nfs4's first half: the copy, and the cut once 64 MiB are durable. Returns what drop_finish()
-    needs; a thread waits meanwhile for sanecp to give up, so the guest can run other scenarios (guest.py's
-    main: none that uses the link or syncs every filesystem, see g.drop_caches)."""
     src = g.big_source()
     out = "/tmp/strace-drop.txt"
     share("nfs4")
     os.makedirs(DROP_MOUNT, exist_ok=True)
     sh(f"timeout 30 mount -t nfs4 -o {DROP_OPTIONS} {SERVER_IP}:/ {DROP_MOUNT}")
-    run = {"src": src, "out": out, "trace": trace, "cut": None, "said_at": None, "rc": None}
     try:
         clear("nfs4")
         g.drop_caches()
@@ -514,60 +506,29 @@ def drop_start(trace=False):
         err = []
         reader = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
         reader.start()
-        killer = threading.Timer(DROP_LIMIT + 60, p.kill)  # a hang fails the checks, not the whole suite
+        killer = threading.Timer(DROP_LIMIT + 60, p.kill)  # a hang fails the checks below, not the whole suite
         killer.start()
-        lines = iter(p.stdout)
+        cut = said_at = None
         # Past the first resume point (5 s of copying): then the part file has a verified prefix to go on from.
-        for line in lines:
+        for line in p.stdout:
             rec = json.loads(line)
-            if run["said_at"] is None and rec.get("type") == "error":  # an error before the cut counts too
-                run["said_at"] = time.monotonic()
-            if rec.get("type") == "progress" and rec["durable_bytes"] >= 64 * MiB:
+            if cut is None and rec.get("type") == "progress" and rec["durable_bytes"] >= 64 * MiB:
                 link(f"{LINK} loss 100%")
-                g.network_down = True
-                run["cut"] = time.monotonic()
-                break
-
-        def wait():
-            for line in lines:
-                if run["said_at"] is None and json.loads(line).get("type") == "error":
-                    run["said_at"] = time.monotonic()
-            run["rc"] = p.wait()
-            run["gave_up"] = time.monotonic() - (run["cut"] or time.monotonic())
-            killer.cancel()
-            reader.join()
-            run["said"] = "".join(err)
-
-        run["waiter"] = threading.Thread(target=wait, daemon=True)
-        run["waiter"].start()
-    except BaseException:
-        drop_cleanup()
-        raise
-    return run
-
-
-def drop_cleanup():
-    link(LINK)
-    g.network_down = False
-    sh(f"umount -f {DROP_MOUNT} || umount -l {DROP_MOUNT}", check=False)
-
-
-def drop_finish(run):
-    """share-drop-nfs4's second half: waits for sanecp to give up, checks what it said and left, and resumes the
-    copy with the link back."""
-    try:
-        run["waiter"].join(DROP_LIMIT + 90)
+                cut = time.monotonic()
+            if said_at is None and rec.get("type") == "error":
+                said_at = time.monotonic()
+        rc = p.wait()
+        gave_up = time.monotonic() - (cut or time.monotonic())
+        killer.cancel()
+        reader.join()
         link(LINK)
-        g.network_down = False
-        src, cut, said_at, rc = run["src"], run["cut"], run["said_at"], run["rc"]
-        gave_up, said = run.get("gave_up", float("inf")), run.get("said", "")
+        said = "".join(err)
         g.diag(f"nfs4: drop: cut at 64 MiB; sanecp exited {rc} {gave_up:.1f} s later"
                + (f", its first error came after {said_at - cut:.1f} s" if said_at and cut else "")
                + f": {said.strip()[-300:]}")
-        if run["trace"]:
+        if trace:
             g.diag(f"nfs4: drop: the cut at {time.strftime('%H:%M:%S', time.localtime(time.time() - gave_up))}; "
                    "sanecp's calls of a second or more (thread, time, call, result <seconds>):")
-            out = run["out"]
             for line in open(out).read().splitlines() if os.path.exists(out) else []:
                 took = re.search(r"<(\d+\.\d+)>$", line)
                 if took and float(took.group(1)) >= 1.0:
@@ -588,7 +549,8 @@ def drop_finish(run):
         g.tap(g.identical(src, f"{folder}/big.bin"), "nfs4: drop: byte-identical on the server")
         g.tap(not [n for n in os.listdir(folder) if n.endswith(".part")], "nfs4: drop: no part file left")
     finally:
-        drop_cleanup()
+        link(LINK)
+        sh(f"umount -f {DROP_MOUNT} || umount -l {DROP_MOUNT}", check=False)
 
 
 def scenario_drop_plain():
