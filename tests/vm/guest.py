@@ -713,7 +713,6 @@ def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
         p = kioclient_copy(kio_tree, f"sanecopy://{mnt}/")
         secs = time.monotonic() - t0
         left = in_flight()
-    cp = cp and cp * files / SMALL_FILES
     diag(f"{fs}/desktop: {files} small files through kioclient and the worker as {USER}: {secs:.2f} s "
          f"= {ratio_text(secs, cp)} cp -r + sync per file, peak {s.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB; "
          f"KIO's threads: {waits.summary()}")
