@@ -153,9 +153,14 @@ flatpak_suite() {
     }
     prepare
     root_with "$cache/fp-platform" "$cache/fp-platform-apt.log" "the stand-in org.kde.Platform" "${fp_platform_packages[@]}"
-    root_with "$cache/fp-sdk" "$cache/fp-sdk-apt.log" "the stand-in org.kde.Sdk" "${fp_sdk_packages[@]}"
     fp_user_setup
-    commit_runtime org.kde.Platform "$cache/fp-platform"
+    # The Platform's commit (zlib over every file: 40 s when it is new) beside the Sdk's apt, which mostly waits
+    # for downloads and the disk. It mounts nothing; its output follows once both are done.
+    commit_runtime org.kde.Platform "$cache/fp-platform" >"$cache/fp-commit.log" 2>&1 &
+    local platform_commit=$!
+    root_with "$cache/fp-sdk" "$cache/fp-sdk-apt.log" "the stand-in org.kde.Sdk" "${fp_sdk_packages[@]}"
+    wait "$platform_commit" || { cat "$cache/fp-commit.log" >&2; die "committing the stand-in org.kde.Platform failed"; }
+    cat "$cache/fp-commit.log"
     commit_runtime org.kde.Sdk "$cache/fp-sdk"
     # From the build root's own build of the checkout: sanecp outside the sandbox, for comparison, and Dolphin's
     # menu code (tests/kio-worker).
