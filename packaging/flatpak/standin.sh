@@ -155,7 +155,8 @@ flatpak_suite() {
     root_with "$cache/fp-platform" "$cache/fp-platform-apt.log" "the stand-in org.kde.Platform" "${fp_platform_packages[@]}"
     fp_user_setup
     # The Platform's commit (zlib over every file: 40 s when it is new) beside the Sdk's apt, which mostly waits
-    # for downloads and the disk. It mounts nothing; its output follows once both are done.
+    # for dpkg's unpacking (the build root's install left the .debs in the shared archive). The commit mounts
+    # nothing; its output follows once both are done.
     commit_runtime org.kde.Platform "$cache/fp-platform" >"$cache/fp-commit.log" 2>&1 &
     local platform_commit=$!
     root_with "$cache/fp-sdk" "$cache/fp-sdk-apt.log" "the stand-in org.kde.Sdk" "${fp_sdk_packages[@]}"
