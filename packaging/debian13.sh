@@ -13,7 +13,9 @@
 #                                      KDE's runtime made from Debian 13, installs it as a user flatpak and runs
 #                                      tests/flatpak/ inside the sandbox (packaging/flatpak/standin.sh);
 #                                      `packaging/dev.sh test-flatpak`.
-#   debian13.sh root                   only makes (or refreshes) the cached roots; prints the build root's path.
+#   debian13.sh root                   only makes (or refreshes) the cached roots: the build root, the guest's and
+#                                      the flatpak's stand-in runtimes; prints the build root's path. CI starts it
+#                                      beside the host's suite (.ci/run).
 #   debian13.sh shell                  a shell in the build root, with the checkout at /src.
 #   debian13.sh dolphin-screenshot PNG Dolphin 25.04 under Xvfb in the build root, with the context menu of a
 #                                      folder open, the build's service menus installed for the user (after `test`).
@@ -281,10 +283,12 @@ run_ctest() {
 
 # The house's checks on the build in the root (packaging/lint.py): rooms, format, lizard, clang-tidy, clazy. What came out
 # clean is remembered in $cache/lint, outside the checkout.
-run_lint() {
-    local r=$cache/root
+# lint_mount mounts the cache; lint_checks [NICE] runs the checks (at niceness NICE).
+lint_mount() {
     mkdir -p "$cache/lint"
-    bind "$cache/lint" "$r/var/cache/sanecopy-lint"
+    bind "$cache/lint" "$cache/root/var/cache/sanecopy-lint"
+}
+lint_checks() {
     # lizard comes from PyPI through pip, which trusts what the host trusts (a proxy's CA too).
     local ca=()
     if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
@@ -292,7 +296,7 @@ run_lint() {
         ca=(PIP_CERT=/var/cache/sanecopy-lint/host-ca.crt)
     fi
     log "the house's checks: rooms, format, lizard, clang-tidy, clazy"
-    in_root "$r" env "${ca[@]}" python3 /src/packaging/lint.py /src /build /var/cache/sanecopy-lint
+    in_root "$cache/root" nice -n "${1:-0}" env "${ca[@]}" python3 /src/packaging/lint.py /src /build /var/cache/sanecopy-lint
 }
 
 # The .deb in a clean Debian 13 root: apt resolves its dependencies from the mirror, and kioclient copies through
@@ -400,9 +404,13 @@ plasma_check() {
 
 # The guest's root: base, the packages above, and this build's .deb (reinstalled every run), packed into an
 # ext4 image with room for the scenarios' sources.
+vm_root() {
+    root_with "$cache/vmroot" "$cache/vm-apt.log" "the guest's kernel and tools in the VM root" "${vm_packages[@]}"
+}
+
 make_vm_image() {
     local v=$cache/vmroot
-    root_with "$v" "$cache/vm-apt.log" "the guest's kernel and tools in the VM root" "${vm_packages[@]}"
+    vm_root
     log "installing this build's .deb in the VM root"
     enter "$v"
     cp "$cache"/deb/sanecopy_*.deb "$v/tmp/"
@@ -465,6 +473,10 @@ dolphin-screenshot)
     ;;
 root)
     prepare
+    vm_root
+    # shellcheck source=packaging/flatpak/standin.sh
+    . "$here/packaging/flatpak/standin.sh"
+    flatpak_runtimes
     echo "$cache/root"
     ;;
 shell)
@@ -476,7 +488,8 @@ shell)
 lint)
     prepare
     build_checkout
-    run_lint
+    lint_mount
+    lint_checks
     ;;
 test)
     start=$SECONDS
@@ -494,9 +507,20 @@ test)
         deb_test
     ) >"$deb_log" 2>&1 &
     deb_pid=$!
+    # The house's checks beside the tests too, at the lowest priority: the tests mostly wait, and clang-tidy and
+    # clazy (7-8 minutes of both cores on a cold cache) take only what the tests leave. Their cache is mounted
+    # before the tests start, and stays so until they end; their output comes after the tests'.
+    lint_mount
+    lint_log=$cache/lint.log
+    (
+        mounted=()
+        lint_checks 19
+    ) >"$lint_log" 2>&1 &
+    lint_pid=$!
     run_ctest "$@" || rc=$?
     lint_rc=0
-    run_lint || lint_rc=$?
+    wait "$lint_pid" || lint_rc=$?
+    cat "$lint_log"
     leave
     deb_rc=0
     wait "$deb_pid" || deb_rc=$?

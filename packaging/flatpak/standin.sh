@@ -145,13 +145,13 @@ SH
     log "flatpak-builder: $((SECONDS - start)) s"
 }
 
-flatpak_suite() {
-    local start=$SECONDS rc=0
+# The stand-in runtimes, committed into the local repository (after prepare, which makes the build root that holds
+# it). Also made ahead by `debian13.sh root`, which CI starts beside the host's suite.
+flatpak_runtimes() {
     command -v ostree >/dev/null && command -v flatpak >/dev/null || {
         log "installing ostree and flatpak on the host"
         apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends ostree flatpak >/dev/null
     }
-    prepare
     root_with "$cache/fp-platform" "$cache/fp-platform-apt.log" "the stand-in org.kde.Platform" "${fp_platform_packages[@]}"
     fp_user_setup
     # The Platform's commit (zlib over every file: 40 s when it is new) beside the Sdk's apt, which mostly waits
@@ -163,6 +163,12 @@ flatpak_suite() {
     wait "$platform_commit" || { cat "$cache/fp-commit.log" >&2; die "committing the stand-in org.kde.Platform failed"; }
     cat "$cache/fp-commit.log"
     commit_runtime org.kde.Sdk "$cache/fp-sdk"
+}
+
+flatpak_suite() {
+    local start=$SECONDS rc=0
+    prepare
+    flatpak_runtimes
     # From the build root's own build of the checkout: sanecp outside the sandbox, for comparison, and Dolphin's
     # menu code (tests/kio-worker).
     build_checkout sanecp sanecopy-menu-trigger
