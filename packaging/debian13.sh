@@ -512,10 +512,7 @@ test)
     # before the tests start, and stays so until they end; their output comes after the tests'.
     lint_mount
     lint_log=$cache/lint.log
-    (
-        mounted=()
-        lint_checks 19
-    ) >"$lint_log" 2>&1 &
+    lint_checks 19 >"$lint_log" 2>&1 &
     lint_pid=$!
     run_ctest "$@" || rc=$?
     lint_rc=0
