@@ -508,8 +508,8 @@ test)
     ) >"$deb_log" 2>&1 &
     deb_pid=$!
     # The house's checks beside the tests too, at the lowest priority: the tests mostly wait, and clang-tidy and
-    # clazy (3 minutes of both cores on a cold cache, in batches) take only what the tests leave. Their cache is mounted
-    # before the tests start, and stays so until they end; their output comes after the tests'.
+    # clazy (3 minutes of both cores on a cold cache, in batches) take only what the tests leave. Their cache is
+    # mounted before the tests start, and stays so until they end; their output comes after the tests'.
     lint_mount
     lint_log=$cache/lint.log
     lint_checks 19 >"$lint_log" 2>&1 &

@@ -25,8 +25,8 @@ half is checked the same way, down to single files, and only a single file's own
 batch can't see as a single file's check would: the files after the first are not the unit's main file (so
 .clang-tidy asks modernize-deprecated-headers to look beyond it), and they share the unit's anonymous namespace
 and file-scope using-directives, where a clash fails to compile and halves the batch, but a whole-unit check
-such as bugprone-forward-declaration-namespace may see a declaration in another file of the batch. A cold run: 10 minutes of both cores down to
-about 3 (see docs/development.md)."""
+such as bugprone-forward-declaration-namespace may see a declaration in another file of the batch. A cold run of
+both tools: 9-10 minutes of both cores one file at a time, about 3 in batches (docs/development.md)."""
 import argparse
 import concurrent.futures
 import hashlib
@@ -47,7 +47,7 @@ QT_PARTS = ("ui/", "kio-worker/", "app/sanecopy_main.cpp")
 CLAZY_CHECKS = "level1,no-non-pod-global-static,container-inside-loop,qstring-varargs,unneeded-cast,isempty-vs-count"
 LIZARD_VERSION = "1.24.3"
 BATCH = 8  # files per translation unit in a batch: 4-5 times faster than one by one, and enough batches for -j
-# A diagnostic as clang-tidy and clazy print it: "FILE:LINE:COL: warning: TEXT [CHECK,...]".
+# A diagnostic as clang-tidy and clazy print it: "FILE:LINE:COL: warning: TEXT [CHECK,...]" (or error, fatal error).
 DIAGNOSTIC = re.compile(r"^.+?:\d+:\d+: (?:warning|error|fatal error): ")
 
 
@@ -135,7 +135,7 @@ def batches(pending):
     alike = {}
     for u in pending:
         alike.setdefault((u[1]["directory"], shlex.join(compile_args(u[1]))), []).append(u)
-    out = [units[i:i + BATCH] for units in alike.values() for i in range(0, len(units), BATCH)]
+    out = [same[i:i + BATCH] for same in alike.values() for i in range(0, len(same), BATCH)]
     return sorted(out, key=len, reverse=True)
 
 
