@@ -236,7 +236,9 @@ void JobRunner::finish()
 // "cancelled" both mean there is nothing left to write.
 void JobRunner::sync_job()
 {
-    if (!syncs() || !any_dest_dir_ || device_removed_)
+    // A share that stopped answering would keep this sync waiting as long again (NFS, soft mount: 20-30 s) only
+    // to fail as the job already has.
+    if (!syncs() || !any_dest_dir_ || device_removed_ || share_lost_)
         return;
     if (sys().syncfs(any_dest_dir_->get()) < 0)
         report_error(Status::destination(errno, "syncfs", spec_.destination), spec_.destination);
