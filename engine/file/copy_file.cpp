@@ -329,14 +329,20 @@ private:
     }
 
     // A share's client may answer a sync with "try again": the SMB client did, once it had made its connection
-    // anew after the link stood still for 20 s (tests/vm/shares.py, share-stall-cifs). That says nothing of what
-    // became of the bytes not yet synced, so they are written again from the source, from the end of what is
-    // durable. Up to kWriteAgain times in a row with nothing made durable between them; then the copy fails with
-    // the error, its part file kept for --resume (job_report.cpp). Not for a sparse file: its holes were counted
-    // durable as they were passed, and going back over them would count them again.
+    // anew after the link stood still for 20 s (tests/vm/shares.py, share-stall-cifs), with EAGAIN, and once with
+    // EBADF from msync (CI, 2026-11-29): it had no handle open on the server yet to write the pages through. msync
+    // takes no descriptor, so that EBADF is only ever the client's. Either says nothing of what became of the
+    // bytes not yet synced, so they are written again from the source, from the end of what is durable. Up to
+    // kWriteAgain times in a row with nothing made durable between them; then the copy fails with the error, its
+    // part file kept for --resume (job_report.cpp). Not for a sparse file: its holes were counted durable as they
+    // were passed, and going back over them would count them again.
+    static bool says_try_again(const Status &s)
+    {
+        return s.on_destination() && (s.err() == EAGAIN || (s.err() == EBADF && s.op() == "msync"));
+    }
     bool write_again(const Status &s)
     {
-        if (s.err() != EAGAIN || !s.on_destination() || session_.route.writeback != WritebackMode::ChunkSync || sparse_)
+        if (!says_try_again(s) || session_.route.writeback != WritebackMode::ChunkSync || sparse_)
             return false;
         if (result_.durable > durable_at_write_again_)
             written_again_ = 0;

@@ -236,8 +236,8 @@ void JobRunner::finish()
 // "cancelled" both mean there is nothing left to write.
 void JobRunner::sync_job()
 {
-    // A share that stopped answering would keep this sync waiting as long again (NFS, soft mount: 20-30 s) only
-    // to fail as the job already has.
+    // Onto a share that stopped answering this sync can only wait for the server again (22 s on a soft NFS mount,
+    // once, when the part file's close had not sent its pages first) and fail as the job already has.
     if (!syncs() || !any_dest_dir_ || device_removed_ || share_lost_)
         return;
     if (sys().syncfs(any_dest_dir_->get()) < 0)

@@ -327,11 +327,14 @@ TEST_CASE_METHOD(Faulted,
 
 TEST_CASE_METHOD(Faulted, "copy file to file: a share's \"try again\" to a sync writes the unsynced windows again")
 {
-    // The SMB client answered EAGAIN once it had made its connection anew after a stalled link: the windows not
-    // yet synced are written again from the end of what is durable, and the copy ends whole and counted once.
+    // The SMB client answered EAGAIN once it had made its connection anew after a stalled link, and EBADF once
+    // (no handle on the server yet): the windows not yet synced are written again from the end of what is
+    // durable, and the copy ends whole and counted once.
+    const int err = GENERATE(EAGAIN, EBADF);
+    CAPTURE(err);
     write_pattern_file(t / "src", 32 * MiB);
     fs.msync_fail_call = 2; // the first sync went through: the copy goes back to the first window not synced
-    fs.msync_fail_errno = EAGAIN;
+    fs.msync_fail_errno = err;
     CopyRoute route {false, WritebackMode::ChunkSync, true};
     ProgressCounters counters;
     FileCopyResult result;
@@ -348,13 +351,30 @@ TEST_CASE_METHOD(Faulted, "copy file to file: a share's \"try again\" to a sync 
 
 TEST_CASE_METHOD(Faulted, "copy file to file: a share that keeps answering \"try again\" fails the copy in the end")
 {
+    const int err = GENERATE(EAGAIN, EBADF);
+    CAPTURE(err);
     write_pattern_file(t / "src", 12 * MiB);
-    fs.msync_errno = EAGAIN;
+    fs.msync_errno = err;
     ProgressCounters counters;
     FileCopyResult result;
-    share_copy_fails(t, EAGAIN, counters, result);
+    share_copy_fails(t, err, counters, result);
     CHECK(fs.seeks_to_start == 3); // nothing became durable: three more tries from the start, then it gives up
     CHECK(counters.written_bytes <= 12 * MiB);
+}
+
+TEST_CASE_METHOD(Faulted, "copy file to file: EBADF from fdatasync is not taken for a share's \"try again\"")
+{
+    // fdatasync is given a descriptor: its EBADF could be the copy's own fault, and is not written past.
+    write_pattern_file(t / "src", 12 * MiB);
+    fs.refuse_mmap = true; // the windows are synced by fdatasync
+    fs.fdatasync_errno = EBADF;
+    const CopyRoute route {false, WritebackMode::ChunkSync, true};
+    ProgressCounters counters;
+    FileCopyResult result;
+    const Status s = copy_with(route, t / "src", t / "dst", 12 * MiB, result, counters);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.err() == EBADF);
+    CHECK(fs.seeks_to_start == 0);
 }
 
 TEST_CASE_METHOD(Faulted, "copy file to file: a sparse file is not written again after a share's \"try again\"")
