@@ -67,4 +67,52 @@ void BackgroundCloser::loop()
     }
 }
 
+namespace {
+
+struct Unwaited {
+    std::mutex mutex;
+    std::condition_variable none_left;
+    std::size_t closing = 0;
+};
+
+// Never destroyed: a close may still be waiting for a server while the process exits.
+Unwaited &unwaited()
+{
+    static auto *const state = new Unwaited;
+    return *state;
+}
+
+} // namespace
+
+void close_unwaited(UniqueFd fd)
+{
+    if (!fd.valid())
+        return;
+    Unwaited &u = unwaited();
+    auto closed = [&u] {
+        std::lock_guard lock(u.mutex);
+        if (--u.closing == 0)
+            u.none_left.notify_all();
+    };
+    {
+        std::lock_guard lock(u.mutex);
+        ++u.closing;
+    }
+    try {
+        std::thread([fd = std::move(fd), closed]() mutable {
+            fd.reset(); // through the syscall seam; its result says nothing new (see close_unwaited)
+            closed();
+        }).detach();
+    } catch (const std::system_error &) {
+        closed(); // the descriptor went with the thread's callable, closed on this thread
+    }
+}
+
+void wait_unwaited_closes()
+{
+    Unwaited &u = unwaited();
+    std::unique_lock lock(u.mutex);
+    u.none_left.wait(lock, [&] { return u.closing == 0; });
+}
+
 } // namespace sanecopy

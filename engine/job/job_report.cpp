@@ -23,7 +23,6 @@ void JobRunner::report_error(Status s, const std::string &path)
         // rather than which call saw it.
         s = explain(std::move(s));
         device_removed_ = device_removed_ || s.device_removed();
-        share_lost_ = share_lost_ || (is_network_share(device_) && keeps_part_file(s.err())); // not a full one
     }
     if (spec_.source_share)
         spec_.source_share->done(spec_.share_member, path);

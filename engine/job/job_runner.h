@@ -469,7 +469,6 @@ private:
     // Read by a share's settle threads too (DataToWrite::stop), before each file they create.
     std::atomic<bool> aborted_ = false;
     bool device_removed_ = false;                 // the destination's device went away mid-job
-    bool share_lost_ = false;                     // the destination is a share that stopped answering
     std::atomic<bool> stopped_by_answer_ = false; // "Cancel" answered to a question
     bool single_item_ = false;                    // the plan has one item
     bool loss_checked_ = false;                   // an EIO was checked for a pulled stick already

@@ -236,9 +236,10 @@ void JobRunner::finish()
 // "cancelled" both mean there is nothing left to write.
 void JobRunner::sync_job()
 {
-    // Onto a share that stopped answering this sync can only wait for the server again (22 s on a soft NFS mount,
-    // once, when the part file's close had not sent its pages first) and fail as the job already has.
-    if (!syncs() || !any_dest_dir_ || device_removed_ || share_lost_)
+    // Onto a share that stopped answering too: this sync sends what the client still holds for it, and fails with
+    // it, while the failed job is the one to say so. Left to go out once the link is back, it failed then, into
+    // the write errors the next run's syncfs reports (share-drop-nfs4).
+    if (!syncs() || !any_dest_dir_ || device_removed_)
         return;
     if (sys().syncfs(any_dest_dir_->get()) < 0)
         report_error(Status::destination(errno, "syncfs", spec_.destination), spec_.destination);
