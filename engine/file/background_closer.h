@@ -10,7 +10,9 @@
 // right after its syncfs, a big file once published), so a close has nothing left to write and nothing to say:
 // its result is not looked at. On Linux a close can only repeat an error fsync would have reported first, and
 // vfat's never fails. The file's rename may come while it closes: it is by name, not by descriptor.
-// A part file kept after a share failed under it is not handed over here but to close_unwaited() (below).
+// One exception: a part file a stream kept after a share failed under it (StreamWriter::abort; the KIO worker's
+// closer lives as long as the worker). Its close may write again and fail again; no one trusts what it holds until
+// a later run has read it back. A copy job's such part file goes to close_unwaited() (below) instead.
 // close() returns at once: the caller bounds what it hands over (a batch hands over one group, whose descriptors
 // it held anyway, and the KIO worker one file at a time, far slower than the closes go), so the job never waits for
 // a close. drain() returns once every close handed over has returned; the destructor drains. The threads start
@@ -54,14 +56,14 @@ private:
     std::vector<std::thread> threads_;
 };
 
-// Closes |fd| on a thread of its own that nothing waits for, and returns at once. For a part file kept after a
-// share stopped answering under it (JobRunner::part_failed, StreamWriter::abort): its client writes again at the
-// close what it could not send, and waits for the server as long again (NFS, soft mount, link gone: 30 s more
-// after the 54 s the failed sync took). Neither the job's end nor the process's exit waits for that: the part
-// file holds nothing anyone trusts until a later run has read it back, and a process that ends first takes the
-// close with it (the kernel's waits for the server are killable). What the client still holds for the share is
-// sent, and fails, in the job's last syncfs meanwhile: left for the link's return, it would fail there into the
-// next run's syncfs (JobRunner::sync_job). With no thread to spare, it closes here.
+// Closes |fd| on a thread of its own that nothing waits for, and returns at once. For a part file a copy job kept
+// after a share stopped answering under it (JobRunner::part_failed): its client writes again at the close what it
+// could not send, and waits for the server as long again (NFS, soft mount, link gone: 30 s more after the 54 s the
+// failed sync took). Neither the job's end nor the process's exit waits for that: the part file holds nothing
+// anyone trusts until a later run has read it back, and a process that ends first takes the close with it (the
+// kernel's waits for the server are killable). What the client still holds for the share is sent, and fails, in
+// the job's last syncfs meanwhile: left for the link's return, it would fail then, into the next run's syncfs
+// (JobRunner::sync_job). With no thread to spare, it closes here.
 void close_unwaited(UniqueFd fd);
 // Returns once every close_unwaited() close has returned: for tests, before their syscall seam goes.
 void wait_unwaited_closes();

@@ -43,10 +43,10 @@ void StreamWriter::abort()
     // A share that stopped answering under the stream: its client writes again what it could not send when the
     // part file is closed, and waits for the server as long again, and so would an unlink (JobRunner::part_failed
     // in a copy). The part file stays, unstamped, so no stream goes on from it (the next one replaces it), and
-    // nothing waits for its close (close_unwaited). A share that answered (full, say) gets its space back.
-    if (part_.valid() && !finished_ && broken_.on_destination() && keeps_part_file(broken_.err()) &&
+    // its close goes to the closer: the error is said first. A share that answered (full, say) gets its space back.
+    if (closer_ && part_.valid() && !finished_ && broken_.on_destination() && keeps_part_file(broken_.err()) &&
         is_network_share(device_)) {
-        close_unwaited(part_.take_fd());
+        closer_->close(part_.take_fd());
         part_.keep();
         return;
     }

@@ -54,6 +54,7 @@ struct StreamOptions {
     bool resume = false;
     // Where each close of a written file sleeps (vfat "flush"): the published file is closed on this closer
     // (background_closer.h) instead of by the writer, so the sender's next file need not wait 100 ms for it.
+    // On any mount, a part file left after a share stopped answering is closed there too (abort()).
     std::shared_ptr<BackgroundCloser> closer;
 };
 

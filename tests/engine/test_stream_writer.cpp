@@ -137,7 +137,7 @@ TEST_CASE("stream to file on a vfat flush mount: the published file is closed on
     CHECK(fs.closes_done.load() == 1);
 }
 
-TEST_CASE("stream onto a share that stops answering: the error first, the part file's close waited for by no one")
+TEST_CASE("stream onto a share that stops answering: the error first, the part file's close on the closer")
 {
     TempDir t;
     write_pattern_file(t / "src", 4 * MiB);
@@ -149,13 +149,15 @@ TEST_CASE("stream onto a share that stops answering: the error first, the part f
     fs.data_errno = EIO;
     fs.fail_after_bytes = MiB;
     ProgressCounters counters;
+    StreamOptions options;
+    options.closer = std::make_shared<BackgroundCloser>(1);
     {
-        auto w = opened(t / "out/dst", counters);
+        auto w = opened(t / "out/dst", counters, options);
         CHECK_FALSE(stream_file(t / "src", w.value(), {65536}).ok());
         CHECK(w->keep_for_resume().err() == EIO);
     }
     CHECK(fs.closes_done.load() == 0); // the writer is gone and the error said, its part file still closing
-    wait_unwaited_closes();            // before the seam goes
+    options.closer->drain();
     CHECK(fs.part_closes.load() == 1);
     CHECK(fs.closes_off_job_thread.load() == 1);
     // Left where it was (removing it would wait on the server too), and never gone on from: unstamped.
