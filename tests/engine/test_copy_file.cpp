@@ -302,15 +302,16 @@ TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode on a file that can'
     CHECK(result.durable == 12 * MiB);
 }
 
-// t/src copied whole to t/dst as onto a share (each window synced by its own msync), the sync failing: the copy
-// fails with |err| from msync and counts nothing durable.
-void share_copy_fails(const TempDir &t, int err, ProgressCounters &counters, FileCopyResult &result)
+// t/src copied whole to t/dst as onto a share (each window synced by its own msync, or by fdatasync where the
+// map is refused), the sync failing: the copy fails with |err| from |sync| and counts nothing durable.
+void share_copy_fails(const TempDir &t, int err, ProgressCounters &counters, FileCopyResult &result,
+                      const std::string &sync = "msync")
 {
     const CopyRoute route {false, WritebackMode::ChunkSync, true};
     const Status s = copy_with(route, t / "src", t / "dst", file_size(t / "src"), result, counters);
     REQUIRE_FALSE(s.ok());
     CHECK(s.err() == err);
-    CHECK(s.message().find("msync") != std::string::npos);
+    CHECK(s.message().find(sync) != std::string::npos);
     CHECK(counters.durable_bytes == 0);
 }
 
@@ -368,12 +369,9 @@ TEST_CASE_METHOD(Faulted, "copy file to file: EBADF from fdatasync is not taken 
     write_pattern_file(t / "src", 12 * MiB);
     fs.refuse_mmap = true; // the windows are synced by fdatasync
     fs.fdatasync_errno = EBADF;
-    const CopyRoute route {false, WritebackMode::ChunkSync, true};
     ProgressCounters counters;
     FileCopyResult result;
-    const Status s = copy_with(route, t / "src", t / "dst", 12 * MiB, result, counters);
-    REQUIRE_FALSE(s.ok());
-    CHECK(s.err() == EBADF);
+    share_copy_fails(t, EBADF, counters, result, "fdatasync");
     CHECK(fs.seeks_to_start == 0);
 }
 
