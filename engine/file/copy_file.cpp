@@ -286,7 +286,7 @@ public:
           path_(path),
           result_(result),
           source_(src, size, std::move(residency)),
-          windows_(dst, session.route.writeback, path),
+          windows_(dst, session.route.writeback, path, &control),
           mover_(src, dst, session, path, start),
           off_(start)
     {

@@ -134,8 +134,8 @@ void SourceCache::drop_range(uint64_t from, uint64_t to)
     }
 }
 
-WritebackWindows::WritebackWindows(int fd, WritebackMode mode, std::string path)
-    : fd_(fd), mode_(mode), path_(std::move(path))
+WritebackWindows::WritebackWindows(int fd, WritebackMode mode, std::string path, const JobControl *control)
+    : fd_(fd), mode_(mode), path_(std::move(path)), control_(control)
 {}
 
 WritebackWindows::~WritebackWindows()
@@ -175,6 +175,8 @@ void WritebackWindows::sync_loop()
         }
         lock.unlock();
         const int err = sync_range(from, to);
+        if (!err && control_)
+            control_->beat();
         lock.lock();
         if (err && !sync_error_) {
             sync_error_ = err;

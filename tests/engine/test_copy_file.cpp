@@ -291,6 +291,38 @@ TEST_CASE_METHOD(Faulted, "copy file to file: onto a share a window is durable o
     CHECK(durable == 2 * MiB);
 }
 
+TEST_CASE_METHOD(Faulted, "copy file to file: onto a share a sync's return is a sign of life at once, though the "
+                          "copy's thread takes its bytes later")
+{
+    // A cifs client held the copy's thread in a write for 4.9 s after the link went, while the helper's sync had
+    // returned at the cut: the bytes were counted only when the write did, and "not responding" came that much
+    // later (share-stall-cifs). The beat marks the moment the share confirmed them.
+    write_pattern_file(t / "dst", 2 * MiB);
+    UniqueFd fd(::open((t / "dst").c_str(), O_RDWR | O_CLOEXEC));
+    REQUIRE(fd.get() >= 0);
+    JobControl control;
+    WritebackWindows windows(fd.get(), WritebackMode::ChunkSync, "dst", &control);
+    uint64_t durable = 0;
+    REQUIRE(windows.submit(0, MiB, 8, durable).ok());
+    for (int i = 0; i < 1000 && control.beats() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // Nothing more was handed over and nothing waited for: only the helper can have beaten.
+    CHECK(fs.msyncs_returned >= 1);
+    CHECK(control.beats() == 1);
+    REQUIRE(windows.drain(durable).ok());
+    CHECK(durable == MiB);
+
+    // A failed sync is no sign of life.
+    fs.msync_errno = EIO;
+    JobControl failing;
+    WritebackWindows failed(fd.get(), WritebackMode::ChunkSync, "dst", &failing);
+    uint64_t none = 0;
+    REQUIRE(failed.submit(0, MiB, 8, none).ok());
+    CHECK_FALSE(failed.drain(none).ok());
+    CHECK(failing.beats() == 0);
+    CHECK(none == 0);
+}
+
 TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode on a file that can't be mapped syncs it whole")
 {
     write_pattern_file(t / "src", 12 * MiB);
