@@ -153,15 +153,31 @@ std::size_t FolderRun::held() const
     return batch_.held();
 }
 
+FolderRun::Busy::Busy(FolderRun &run) : run_(run)
+{
+    std::lock_guard lock(run_.mutex_);
+    ++run_.busy_;
+}
+
+FolderRun::Busy::~Busy()
+{
+    {
+        std::lock_guard lock(run_.mutex_);
+        --run_.busy_;
+        run_.last_ = std::chrono::steady_clock::now();
+    }
+    run_.wake_.notify_all();
+}
+
 void FolderRun::idleLoop()
 {
     std::unique_lock lock(mutex_);
     while (!stop_) {
-        if (batch_.empty() && folders_.empty()) {
+        if ((batch_.empty() && folders_.empty()) || busy_ > 0) {
             wake_.wait(lock);
             continue;
         }
-        const auto due = last_ + kIdle;
+        const auto due = last_ + (batch_.empty() ? kIdleEmpty : kIdle);
         if (std::chrono::steady_clock::now() < due) {
             wake_.wait_until(lock, due);
             continue;

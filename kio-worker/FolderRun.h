@@ -9,7 +9,10 @@
 //   - at the first setModificationTime(), so "done" in Dolphin still means on the device;
 //   - when a folder is made while files are held (another job's);
 //   - when no call has come for kIdle, which covers a CopyJob that never sets a time (a source without one)
-//     and a job that waits on a question to the user.
+//     and a job that waits on a question to the user. A run holding nothing ends after kIdleEmpty instead, and
+//     never while a call copies a file the usual way (Busy): a big file between small ones, or a pause of
+//     CopyJob's between its last mkdir() and its first copy(), ended the run, and every later small file of the
+//     job went the usual way, each with its own syncs.
 // Any other call (a file that can't be held, a stat, a listing, ...) settles what is held first, so nothing the
 // worker is asked about is half done, and the run goes on: CopyJob may send a big file between small ones.
 // Dolphin's count of files runs ahead of the device by at most two groups (kLimits) while the run lasts.
@@ -45,6 +48,10 @@ namespace SaneCopyKio {
 class FolderRun {
 public:
     static constexpr std::chrono::milliseconds kIdle {250};
+    // With nothing held, ending the run keeps no file from the device; it only keeps a later, unrelated copy into
+    // the run's folders from being held (a single file's job sets no folder's time, so it would be reported done
+    // before its file is on the device). So the run waits longer for a job's next file.
+    static constexpr std::chrono::milliseconds kIdleEmpty {2000};
     // Two groups of at most 128 files and 4 MiB: under a second of a slow stick's writing.
     static constexpr sanecopy::BatchLimits kLimits {4 * sanecopy::kMiB, 128};
 
@@ -73,6 +80,19 @@ public:
     // Files held now.
     std::size_t held() const;
 
+    // A call under way: the run does not go idle while it lasts, and its idle clock starts when the call returns.
+    // For a copy() that may take long (a big file copied the usual way).
+    class Busy {
+    public:
+        explicit Busy(FolderRun &run);
+        ~Busy();
+        Busy(const Busy &) = delete;
+        Busy &operator=(const Busy &) = delete;
+
+    private:
+        FolderRun &run_;
+    };
+
 private:
     sanecopy::Result<bool> holdLocked(const std::string &source, const std::string &target,
                                       sanecopy::ConflictPolicy policy);
@@ -82,6 +102,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     bool stop_ = false;
+    int busy_ = 0; // calls under way (Busy)
     std::chrono::steady_clock::time_point last_;
     std::set<std::string> folders_; // made by this run
     sanecopy::UniqueFd writerLock_, heldLock_;

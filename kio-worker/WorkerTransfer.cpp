@@ -229,6 +229,8 @@ KIO::WorkerResult SaneCopyWorker::failedToCreate(const sanecopy::Status &s, cons
 
 KIO::WorkerResult SaneCopyWorker::copy(const QUrl &src, const QUrl &dest, int /*permissions*/, KIO::JobFlags flags)
 {
+    // The folder run does not go idle under a copy, however long it takes (FolderRun.h).
+    const FolderRun::Busy busy(*run_);
     const ResolvedPair paths = resolvePair(src, dest, FileOp::Read);
     if (paths.error)
         return *paths.error;

@@ -176,6 +176,39 @@ TEST_CASE("folder run: a hold slower than the idle time does not end the run")
     CHECK(read_file(m.t / "made/f1") == read_file(src(m.t, 1)));
 }
 
+TEST_CASE("folder run: holding nothing, the run waits out a pause before a file and a long copy between files")
+{
+    // CopyJob's pause between its last mkdir() and its first copy() (a busy machine), or a big file copied the usual
+    // way between small ones, ended the run after kIdle, and every later small file of the job went the usual way.
+    MadeFolder m(2);
+    std::this_thread::sleep_for(3 * FolderRun::kIdle);
+    Result<bool> r = m.hold(0);
+    REQUIRE(r.ok());
+    CHECK(r.value());
+    REQUIRE(m.run.settle().ok()); // a big file's turn: what is held goes onto the device, the run goes on
+    {
+        const FolderRun::Busy busy(m.run); // and the big file's copy takes longer than even kIdleEmpty
+        std::this_thread::sleep_for(FolderRun::kIdleEmpty + FolderRun::kIdle);
+    }
+    r = m.hold(1);
+    REQUIRE(r.ok());
+    CHECK(r.value());
+    REQUIRE(m.run.end().ok());
+    CHECK(read_file(m.t / "made/f0") == read_file(src(m.t, 0)));
+    CHECK(read_file(m.t / "made/f1") == read_file(src(m.t, 1)));
+}
+
+TEST_CASE("folder run: holding nothing and with no call for kIdleEmpty, the run ends")
+{
+    // So a later copy into its folders, a job of its own that sets no folder's time, is not held and reported
+    // done before its file is on the device.
+    MadeFolder m(1);
+    std::this_thread::sleep_for(FolderRun::kIdleEmpty + 2 * FolderRun::kIdle);
+    Result<bool> r = m.hold(0);
+    REQUIRE(r.ok());
+    CHECK_FALSE(r.value());
+}
+
 TEST_CASE("folder run: shutdown discards what is held")
 {
     MadeFolder m(2);
