@@ -7,9 +7,9 @@
 //
 // Moving is any of: a byte handed over (not onto a share: copy_motion), a byte made durable, a file finished, a
 // beat (JobControl::beat: reading a copy back, which changes none of the counters; a file skipped or failed; the
-// plan finished; a file created on a share). Nothing counts as
-// a stall before the plan is done (it walks a big tree first), nor while the job is not running (paused, queued,
-// finished).
+// plan finished; a file created on a share; a share's window synced, before the copy's thread counts its bytes).
+// Nothing counts as a stall before the plan is done (it walks a big tree first), nor while the job is not running
+// (paused, queued, finished).
 #pragma once
 
 #include "job_control.h"
