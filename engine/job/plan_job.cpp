@@ -12,6 +12,7 @@
 #include <ctime>
 #include <future>
 #include <system_error>
+#include <utility>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -188,7 +189,19 @@ struct SpaceCounts {
     std::array<SpaceCount, 3> fit;
 };
 
-// The receiving folder's device probed, and the folder opened for the run, on a thread of their own while the
+// On a thread of its own if one is to be had, else when asked for. The first try copies what it is given, so
+// the second still has it.
+template <typename F, typename... Args>
+auto in_background(F &&f, Args &&...args)
+{
+    try {
+        return std::async(std::launch::async, f, args...);
+    } catch (const std::system_error &) {
+        return std::async(std::launch::deferred, std::forward<F>(f), std::forward<Args>(args)...);
+    }
+}
+
+// The receiving folder's device probed, and the folder opened for the run, on threads of their own while the
 // sources' targets are looked up: onto a share the probe's statfs, the open (NFS revalidates a folder it opens)
 // and each lookup are a round trip (25-50 ms each over 10 ms of latency), and the first byte waited for all of
 // them one after another.
@@ -197,14 +210,7 @@ public:
     // |open_folder|: for a plan the run follows; others (the window's summary, a discard) would only throw the
     // open folder away.
     explicit DestinationProbe(bool open_folder) : open_folder_(open_folder) {}
-    void start(const std::string &folder)
-    {
-        try {
-            probed_ = std::async(std::launch::async, probe_folder, folder, open_folder_);
-        } catch (const std::system_error &) { // no thread to be had: probed when asked for
-            probed_ = std::async(std::launch::deferred, probe_folder, folder, open_folder_);
-        }
-    }
+    void start(const std::string &folder) { probed_ = in_background(probe_folder, folder, open_folder_); }
     void into(JobPlan &plan)
     {
         Probed probed = probed_.get();
@@ -222,13 +228,19 @@ private:
         Result<DeviceInfo> device;
         SharedDirFd root; // null if it can't be opened: the run tries again, and says why
     };
+    // The open beside the probe, not after it: two round trips onto a share, neither waiting for the other.
     static Probed probe_folder(const std::string &folder, bool open_folder)
     {
+        std::future<SharedDirFd> opened;
+        if (open_folder)
+            opened = in_background([folder] {
+                Status unused;
+                return open_dir(AT_FDCWD, folder.c_str(), unused, folder, false, Side::Destination);
+            });
         Result<DeviceInfo> device = probe_device(folder);
-        Status unused;
-        SharedDirFd root = device.ok() && open_folder
-                               ? open_dir(AT_FDCWD, folder.c_str(), unused, folder, false, Side::Destination)
-                               : SharedDirFd();
+        SharedDirFd root = opened.valid() ? opened.get() : SharedDirFd();
+        if (!device.ok())
+            root.reset();
         return {std::move(device), std::move(root)};
     }
 
