@@ -238,9 +238,9 @@ private:
                 return open_dir(AT_FDCWD, folder.c_str(), unused, folder, false, Side::Destination);
             });
         Result<DeviceInfo> device = probe_device(folder);
-        SharedDirFd root = opened.valid() ? opened.get() : SharedDirFd();
-        if (!device.ok())
-            root.reset();
+        // Not asked for when the probe failed: an open with no thread of its own then never runs, and one that
+        // ran is waited for and closed by its future.
+        SharedDirFd root = device.ok() && opened.valid() ? opened.get() : SharedDirFd();
         return {std::move(device), std::move(root)};
     }
 

@@ -722,7 +722,7 @@ TEST_CASE("probe_device: a missing folder fails with ENOENT and names the path",
 
 // --- probe_device on a fixture machine ---------------------------------------------------------------------
 
-TEST_CASE("probe_device: fuseblk (exfat-fuse on /dev/loop3) takes its source device's BDI", "[device_probe]")
+TEST_CASE("probe_device: fuseblk (exfat-fuse on a loop device) takes its source device's BDI", "[device_probe]")
 {
     FixtureMachine machine("/media/stick/photos", makedev(7, 3), fake_statfs(kFuseMagic, 1000000, 250000),
                            "fuseblk_stick.txt");
