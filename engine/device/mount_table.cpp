@@ -214,9 +214,9 @@ std::optional<std::string> read_kernel_text(const std::string &path)
         return std::nullopt;
     UniqueFd fd(raw);
     // st_size of these files is 0 or a page, never the truth: read until EOF, in pieces big enough for a long
-    // mount table in one call, into a buffer nothing fills first: a copy reads a dozen of these files, most of
-    // them a few bytes, and zeroing 64 KiB twice for each (a string resized to take the read) cost more than
-    // reading them.
+    // mount table in one call, into a buffer nothing fills first. A copy reads a dozen of these files, most of
+    // them a few bytes, and a string resized to take each read zeroed 64 KiB twice a file: 146 of a one-file
+    // copy's 368 page faults.
     constexpr size_t kChunk = 64 * kKiB;
     constexpr size_t kLimit = 16 * kMiB;
     const std::unique_ptr<char[]> buf(new char[kChunk]);
