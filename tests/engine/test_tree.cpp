@@ -69,6 +69,14 @@ std::size_t entries_in(const char *dir)
     return n;
 }
 
+// The path a descriptor was opened at, as /proc/self/fd says it; "" if it can't be read.
+std::string path_of_fd(int fd)
+{
+    char buf[4096];
+    const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
+    return std::string(buf, n > 0 ? size_t(n) : 0);
+}
+
 void set_mtime(const std::string &path, time_t when)
 {
     struct timespec times[2] = {{when, 0}, {when, 123456789}};
@@ -580,9 +588,7 @@ TEST_CASE("a file's target found absent as it is resolved is not looked up again
         std::string seen;
         static std::string folder_of(int fd)
         {
-            char buf[4096];
-            const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
-            const std::string path(buf, n > 0 ? size_t(n) : 0);
+            const std::string path = path_of_fd(fd);
             return path.substr(path.rfind('/') + 1);
         }
         int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
@@ -645,9 +651,7 @@ TEST_CASE("the receiving folder is opened for the run while its device is probed
         }
         int raw_fstatfs(int fd, struct statfs *st) override
         {
-            char buf[4096];
-            const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
-            if (n > 0 && is_out(std::string(buf, size_t(n))))
+            if (is_out(path_of_fd(fd)))
                 meet(probing, opening, 2);
             return Syscalls::raw_fstatfs(fd, st);
         }
