@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace sanecopy {
@@ -45,9 +46,30 @@ int Syscalls::raw_openat(int dirfd, const char *path, int flags, mode_t mode)
 }
 int Syscalls::raw_close(int fd) { return ::close(fd); }
 int Syscalls::raw_fstat(int fd, struct stat *st) { return ::fstat(fd, st); }
+static_assert(Syscalls::kCachedAttributes == AT_STATX_DONT_SYNC);
+
 int Syscalls::raw_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
-    return ::fstatat(dirfd, path, st, flags);
+    if (!(flags & AT_STATX_DONT_SYNC))
+        return ::fstatat(dirfd, path, st, flags);
+    struct statx sx {};
+    if (::statx(dirfd, path, flags, STATX_BASIC_STATS, &sx) < 0)
+        return errno == ENOSYS ? ::fstatat(dirfd, path, st, flags & ~AT_STATX_DONT_SYNC) : -1;
+    *st = {};
+    st->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    st->st_ino = sx.stx_ino;
+    st->st_mode = sx.stx_mode;
+    st->st_nlink = sx.stx_nlink;
+    st->st_uid = sx.stx_uid;
+    st->st_gid = sx.stx_gid;
+    st->st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+    st->st_size = off_t(sx.stx_size);
+    st->st_blksize = blksize_t(sx.stx_blksize);
+    st->st_blocks = blkcnt_t(sx.stx_blocks);
+    st->st_atim = {sx.stx_atime.tv_sec, sx.stx_atime.tv_nsec};
+    st->st_mtim = {sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec};
+    st->st_ctim = {sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec};
+    return 0;
 }
 int Syscalls::raw_fstatfs(int fd, struct statfs *st) { return ::fstatfs(fd, st); }
 ssize_t Syscalls::raw_pread(int fd, void *buf, size_t len, off_t off) { return ::pread(fd, buf, len, off); }

@@ -211,7 +211,7 @@ Status probe_mount_of(const std::string &folder, UniqueFd &fd, DeviceInfo &info)
         return Status::destination(errno, "open", folder);
     fd.reset(raw);
     struct stat st {};
-    if (sys().fstat(fd.get(), &st) < 0)
+    if (sys().fstatat_cached(fd.get(), "", &st, AT_EMPTY_PATH) < 0)
         return Status::destination(errno, "fstat", folder);
     info.st_dev = st.st_dev;
     probe_mount(resolved_path(fd.get(), folder), st.st_dev, info);

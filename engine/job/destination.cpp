@@ -75,7 +75,7 @@ namespace {
 Status check_parent_folder(const std::string &target_dir)
 {
     struct stat parent {};
-    if (sys().fstatat(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
+    if (sys().fstatat_cached(AT_FDCWD, target_dir.c_str(), &parent, 0) < 0) {
         const int err = errno;
         return Status::destination(err, "destination folder", target_dir)
             .with_detail(err == ENOENT ? missing_detail(i18n("the destination folder does not exist"), target_dir)
@@ -113,8 +113,10 @@ Status destination_folder(std::size_t sources, const std::string &dest, Destinat
                           std::string &as_name)
 {
     struct stat dst {};
-    // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder).
-    const bool dest_exists = sys().fstatat(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
+    // Without the trailing slash, so a file named by "file/" is found (and refused as not a folder). Only its type
+    // is asked, which the kernel knows without a round trip to a share's server (the lookup of the name still
+    // checks that it stands there).
+    const bool dest_exists = sys().fstatat_cached(AT_FDCWD, strip_trailing_slashes(dest).c_str(), &dst, 0) == 0;
     const bool dest_is_dir = dest_exists && S_ISDIR(dst.st_mode) && rule == DestinationRule::FollowCp;
     if (Status s = check_destination_shape(sources, dest, rule, dest_exists, dest_is_dir); !s)
         return s;

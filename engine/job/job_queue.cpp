@@ -84,10 +84,11 @@ JobSummary Job::wait() const
 
 std::string JobQueue::default_lane(const JobSpec &spec)
 {
-    // The folder that receives the copy: DEST itself when it is a folder, else its parent.
+    // The folder that receives the copy: DEST itself when it is a folder, else its parent. Its type and device
+    // are all a lane needs, and a share's client knows both without asking the server.
     std::string folder = spec.destination;
     struct stat st {};
-    if (sys().fstatat(AT_FDCWD, folder.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode))
+    if (sys().fstatat_cached(AT_FDCWD, folder.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode))
         folder = split_path(folder).first;
     auto key = device_key_of(folder);
     if (key.ok())

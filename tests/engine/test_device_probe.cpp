@@ -118,6 +118,8 @@ public:
     }
     int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
     {
+        if (dirfd == folder_fd_ && *path == '\0')
+            return raw_fstat(dirfd, st); // the probe's own look at the folder it opened
         if (auto node = block_nodes.find(path); node != block_nodes.end()) {
             *st = {};
             st->st_mode = S_IFBLK | 0660;

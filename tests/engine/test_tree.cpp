@@ -5,6 +5,7 @@
 
 #include "fault_syscalls.h"
 #include "job_helpers.h"
+#include "job_queue.h"
 #include "test_support.h"
 
 #include <algorithm>
@@ -664,6 +665,74 @@ TEST_CASE("the receiving folder is opened for the run while its device is probed
     CHECK(run.summary.ok());
     CHECK(same_bytes(t / "src/a", t / "out/a"));
     CHECK(meeting.met == 3);
+}
+
+TEST_CASE("the destination folder's type and device come from the kernel's cache, and the probe asks first")
+{
+    // Onto a share a stat of the folder whose cached attributes have aged is a round trip (an NFS GETATTR): the
+    // queue's lane and the plan each made one, one after the other, before anything else could start. What they
+    // ask (is it a folder, on which device) the client knows without its server; the probe's statfs is the first
+    // question about the folder that goes out.
+    TempDir t;
+    mkdir_p(t / "src");
+    mkdir_p(t / "out");
+    write_pattern_file(t / "src/a", 100000);
+    struct Questions : Syscalls {
+        std::mutex mutex;
+        bool probed = false;
+        std::vector<std::string> asked; // looks at the folder that would go to a server, before the probe's
+        static bool is_out(std::string path)
+        {
+            while (path.size() > 1 && path.back() == '/')
+                path.pop_back();
+            return path.size() >= 4 && path.compare(path.size() - 4, 4, "/out") == 0;
+        }
+        void note(const std::string &what)
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (!probed)
+                asked.push_back(what);
+        }
+        int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
+        {
+            const bool of_fd = *path == '\0';
+            if ((dirfd == AT_FDCWD || of_fd) && is_out(of_fd ? path_of_fd(dirfd) : path) &&
+                !(flags & kCachedAttributes))
+                note(of_fd ? "fstatat of a descriptor" : "fstatat " + std::string(path));
+            return Syscalls::raw_fstatat(dirfd, path, st, flags);
+        }
+        int raw_fstat(int fd, struct stat *st) override
+        {
+            if (is_out(path_of_fd(fd)))
+                note("fstat");
+            return Syscalls::raw_fstat(fd, st);
+        }
+        int raw_fstatfs(int fd, struct statfs *st) override
+        {
+            if (is_out(path_of_fd(fd))) {
+                std::lock_guard<std::mutex> lock(mutex);
+                probed = true;
+            }
+            return Syscalls::raw_fstatfs(fd, st);
+        }
+    } questions;
+    const JobSpec spec = spec_of({t / "src/a"}, t / "out/");
+    std::string lane;
+    JobRun run;
+    {
+        ScopedSyscalls seam(questions);
+        lane = JobQueue::default_lane(spec); // as the queue does when the job is submitted
+        run = run_job(spec);
+    }
+    CHECK(run.summary.ok());
+    CHECK(same_bytes(t / "src/a", t / "out/a"));
+    CHECK(lane.rfind("path:", 0) == std::string::npos); // the device was found, from the cache
+    CHECK(questions.probed);
+    std::string asked;
+    for (const std::string &a : questions.asked)
+        asked += a + "; ";
+    INFO(asked);
+    CHECK(questions.asked.empty());
 }
 
 TEST_CASE("two sources with one name: the second still meets the first's copy as a conflict")
