@@ -153,7 +153,7 @@ Status name_source(const std::string &source, CopyItem &item)
 FolderId folder_id(const std::string &dir)
 {
     struct stat st {};
-    if (sys().fstatat(AT_FDCWD, dir.c_str(), &st, 0) != 0)
+    if (sys().fstatat_cached(AT_FDCWD, dir.c_str(), &st, 0) != 0)
         return {};
     return FolderId {st.st_dev, st.st_ino};
 }

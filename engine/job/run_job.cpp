@@ -318,10 +318,12 @@ SharedDirFd JobRunner::planned_root(const std::string &folder)
         return {};
     // An item's run may come long after the plan (questions to the user before it): the folder may have been
     // replaced or unmounted since (a stick pulled and plugged back in), and is then not held on to. Looking its
-    // path up again costs no round trip, as an open does on NFS.
+    // path up again costs no round trip, as an open does on NFS; nor do device and inode, which the kernel
+    // knows (a plain stat asked the server for the folder's attributes: 23 ms before the first byte).
     struct stat now {}, held {};
-    if (sys().fstatat(AT_FDCWD, folder.c_str(), &now, 0) < 0 || sys().fstat(planned_root_->get(), &held) < 0 ||
-        now.st_dev != held.st_dev || now.st_ino != held.st_ino)
+    if (sys().fstatat_cached(AT_FDCWD, folder.c_str(), &now, 0) < 0 ||
+        sys().fstatat_cached(planned_root_->get(), "", &held, AT_EMPTY_PATH) < 0 || now.st_dev != held.st_dev ||
+        now.st_ino != held.st_ino)
         planned_root_.reset();
     return planned_root_;
 }
