@@ -254,6 +254,13 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
     return {};
 }
 
+void WritebackWindows::start_piece(uint64_t off, uint64_t len)
+{
+    // As for a whole chunk in submit(): the helper's sync reports what the filesystem could not do.
+    if (mode_ == WritebackMode::ChunkSync && len > 0)
+        sys().sync_file_range(fd_, off_t(off), off_t(len), SYNC_FILE_RANGE_WRITE);
+}
+
 // ChunkSync: what the helper has synced counts now, not only once the window budget makes the copy wait for it.
 // Counted late, a window's bytes were a chunk's size from eight chunks before, over one chunk's time: the rate
 // measured from them stayed a fraction of the share's, and the chunks planned from that rate with it. Onto sshfs

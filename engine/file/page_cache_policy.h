@@ -122,6 +122,9 @@ public:
     // those the helper has synced) and, while more than |max_windows| are queued, waits for the oldest. Adds the
     // bytes that became durable to |durable|.
     Status submit(uint64_t off, uint64_t len, unsigned max_windows, uint64_t &durable);
+    // ChunkSync: starts the writeback of [off, off+len), a piece of the chunk being written, before the chunk is
+    // handed over whole. Nothing in the other modes.
+    void start_piece(uint64_t off, uint64_t len);
     // Waits for every queued window. Adds their bytes to |durable|.
     Status drain(uint64_t &durable);
     // Bytes handed over but not yet known durable.

@@ -13,8 +13,10 @@
 #include "publish.h"
 #include "test_support.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <sys/mman.h>
@@ -266,6 +268,55 @@ TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode makes every window 
     CHECK(fs.sync_file_range_calls >= 4); // chunks are 8 MiB at most
     CHECK(fs.sync_file_range_waits == 0);
     CHECK(result.durable == 32 * MiB);
+}
+
+TEST_CASE("copy file to file: onto a share a chunk's writeback starts piece by piece as it is written")
+{
+    // Once the window budget made the copy wait, the share's link had nothing queued when the sync returned, and
+    // a chunk written whole reached it only when all of it was in the cache. Here chunks are 8 MiB from the start
+    // (what a share's link of 16 MB/s is given); no more than 1 MiB may be written ahead of its writeback's start.
+    struct Pieces : Syscalls {
+        std::mutex mutex;
+        uint64_t started_end = 0, ahead = 0, most_ahead = 0;
+        int dst = -1;
+        ssize_t raw_sendfile(int out_fd, int in_fd, off_t *in_off, size_t len) override
+        {
+            const off_t from = in_off ? *in_off : 0;
+            const ssize_t r = Syscalls::raw_sendfile(out_fd, in_fd, in_off, len);
+            std::lock_guard<std::mutex> lock(mutex);
+            if (out_fd == dst && r > 0) {
+                ahead = uint64_t(from) + uint64_t(r) - started_end;
+                most_ahead = std::max(most_ahead, ahead);
+            }
+            return r;
+        }
+        int raw_sync_file_range(int fd, off_t off, off_t len, unsigned flags) override
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (fd == dst && (flags & SYNC_FILE_RANGE_WRITE))
+                started_end = std::max(started_end, uint64_t(off + len));
+            return Syscalls::raw_sync_file_range(fd, off, len, flags);
+        }
+    } pieces;
+    TempDir t;
+    write_pattern_file(t / "src", 40 * MiB);
+    ChunkLimits limits;
+    limits.start_chunk = 8 * MiB;
+    limits.min_chunk = 8 * MiB;
+    CopySession session({false, WritebackMode::ChunkSync, true}, limits);
+    JobControl control;
+    ProgressCounters counters;
+    FileCopyResult result;
+    Files f = open_pair(t / "src", t / "dst");
+    pieces.dst = f.dst.get();
+    {
+        ScopedSyscalls seam(pieces);
+        REQUIRE(copy_file_data(f.src.get(), f.dst.get(), 40 * MiB, session, control, counters, t / "dst", result).ok());
+    }
+    CHECK(same_bytes(t / "src", t / "dst"));
+    CHECK(result.durable == 40 * MiB);
+    CHECK(pieces.started_end == 40 * MiB);
+    CHECK(pieces.most_ahead <= MiB);
 }
 
 TEST_CASE_METHOD(Faulted, "copy file to file: onto a share a window is durable once its sync returns, not when "
