@@ -79,8 +79,8 @@ void RateMeter::sample(double now, uint64_t total)
         return;
     }
     const double dt = now - last_time_;
-    if (dt < min_interval_)
-        return; // too short to say anything; the bytes count in the next sample
+    if (dt < min_interval_ || (!measured_ && total - last_total_ < first_bytes_))
+        return; // too little to say anything; the bytes count in the next sample
     const double instant = double(total - last_total_) / dt;
     if (!measured_) {
         rate_ = instant;

@@ -43,6 +43,12 @@ struct ChunkLimits {
 
 // Device time per chunk onto a network share, where every sync costs round trips (engine/job/run_job.cpp).
 inline constexpr double kShareChunkSeconds = 0.5;
+// Windows onto a network share: as many as the budget's bytes hold of chunks down to 1 MiB. A share's syncs return
+// in bursts (one after 1.6 s, behind all that was sent meanwhile, the next at once), so the rate measured between
+// them swings, and the chunks planned from it with it (1.4 to 8 MiB onto NFS over 100 Mbit/s): eight windows of
+// the smaller ones held 11-17 MiB of the 24 MiB the budget allows, and the copy waited for a sync sooner and
+// more often, each wait ending with the link run dry (tests/vm/shares.py, share-trace-nfs4).
+inline constexpr unsigned kShareMaxWindows = 24;
 
 // Onto a FUSE share (sshfs) each sync holds the file's lock until every write before it is answered, so the link
 // runs dry once per sync: there a chunk is two seconds of link time, up to 32 MiB. Its bytes go by O_DIRECT
@@ -76,6 +82,9 @@ public:
         : tau_(tau_seconds), min_interval_(min_interval)
     {}
 
+    // The first rate is measured over at least |bytes| (0: over the first sample), later ones as they come.
+    void measure_first_over(uint64_t bytes) { first_bytes_ = bytes; }
+
     void start(double now, uint64_t total);
     void sample(double now, uint64_t total);
     // Forget the time in between (after a pause): the next sample measures from |now|.
@@ -87,6 +96,7 @@ public:
 private:
     double tau_;
     double min_interval_;
+    uint64_t first_bytes_ = 0;
     double last_time_ = 0;
     uint64_t last_total_ = 0;
     double rate_ = 0;

@@ -133,6 +133,38 @@ TEST_CASE("rate meter: samples closer together than the minimum interval are poo
     CHECK(meter.rate() == Approx(40e6).epsilon(0.01));
 }
 
+TEST_CASE("chunk controller: onto a share the budget's bytes, not a count of windows, bound what is in flight")
+{
+    // Between a share's bursts of syncs the rate measured dips to a fraction of the link's, and the chunks with it.
+    ChunkLimits share;
+    share.target_seconds = kShareChunkSeconds;
+    share.max_windows = kShareMaxWindows;
+    for (double rate : {2.9e6, 6e6, 12.5e6}) {
+        const ChunkPlan plan = plan_chunks(rate, share);
+        INFO(rate << " B/s: " << plan.windows << " windows of " << plan.chunk_bytes);
+        CHECK(plan.in_flight_bytes() <= share.max_in_flight);
+        CHECK(plan.in_flight_bytes() + plan.chunk_bytes > share.max_in_flight);
+    }
+}
+
+TEST_CASE("rate meter: a first rate measured over a minimum of bytes waits for the syncs queued behind the first")
+{
+    // Onto a share the first 1 MiB window's sync returned after 0.8 s, behind the eight written meanwhile, which
+    // then all returned within 26 ms (share-trace-nfs4, 100 Mbit/s).
+    constexpr uint64_t MiB = 1 << 20;
+    RateMeter meter;
+    meter.measure_first_over(2 * MiB);
+    meter.start(0, 0);
+    meter.sample(0.8, MiB);
+    CHECK_FALSE(meter.measured());
+    meter.sample(0.826, 9 * MiB);
+    REQUIRE(meter.measured());
+    CHECK(meter.rate() == Approx(9.0 * MiB / 0.826).epsilon(0.01));
+    // Later samples count as they come, however few bytes they bring.
+    meter.sample(1.326, 9 * MiB + MiB / 2);
+    CHECK(meter.rate() < 9.0 * MiB / 0.826);
+}
+
 TEST_CASE("rate meter: time spent paused does not count once the clock is restarted")
 {
     RateMeter meter;
