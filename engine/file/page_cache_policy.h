@@ -15,9 +15,9 @@
 //
 // Where sync_file_range cannot see the data (FUSE: the daemon writes it into the block device's cache; network
 // and stacked filesystems), each window is made durable by a sync of its own range instead, run on a helper
-// thread so the next chunk is sent while the previous one syncs. Its writeback is still started when it is handed
-// over (SYNC_FILE_RANGE_WRITE), so a share's link carries the next chunk while the last one's sync waits for its
-// round trip. The range matters: fdatasync waits for every page of the file under writeback, the younger
+// thread so the next chunk is sent while the previous one syncs. Its writeback is still started as it is written
+// (SYNC_FILE_RANGE_WRITE, a 1 MiB piece at a time), so a share's link carries the next chunk while the last one's
+// sync waits for its round trip. The range matters: fdatasync waits for every page of the file under writeback, the younger
 // windows' too, so each one ran the link dry before its COMMIT or flush went out, and the copy waiting on it sent
 // nothing meanwhile (an idle link every 1.6 s, 0.4-0.5 s of 11 s over 100 Mbit/s and 20 ms in the VM). There is
 // no ranged fdatasync system call, but msync(MS_SYNC) over a shared map of the file is one (vfs_fsync_range
