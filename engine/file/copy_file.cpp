@@ -447,13 +447,13 @@ private:
         return s;
     }
 
-    // Onto a share a chunk is half a second of the link, its writeback started when it is handed over, and the
-    // copy waits for a window's sync only when the budget is spent: by then the sync has gone out behind every byte
-    // before it, and the link has nothing left to send when it returns. Written whole, the next chunk then reached
-    // the link only once sendfile had put all of it in the cache (4-8 MiB: 60-250 ms in the VM's emulated guest),
-    // and the link idled meanwhile, each time the budget ran out. Where the helper syncs the windows (ChunkSync:
-    // shares, FUSE) each piece's writeback now starts as soon as it is written. Elsewhere the device is busy with
-    // the windows queued, and the chunk goes whole.
+    // Onto a share a chunk is half a second of the link, and the copy waits for a window's sync only when the
+    // budget is spent: by then the sync has gone out behind every byte before it, and the link has nothing left to
+    // send when it returns. Written whole, the next chunk then reached the link only once sendfile had put all of
+    // it in the cache (4-8 MiB: 60-250 ms in the VM's emulated guest), and the link idled meanwhile, each time the
+    // budget ran out. Where the helper syncs the windows (ChunkSync: shares, FUSE) each piece's writeback now
+    // starts as soon as it is written. Elsewhere the device is busy with the windows queued, and the chunk goes
+    // whole.
     Status move_in_pieces(uint64_t want, uint64_t &moved)
     {
         constexpr uint64_t kPiece = kMiB; // an NFS client's usual largest WRITE

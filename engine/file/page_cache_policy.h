@@ -17,13 +17,14 @@
 // and stacked filesystems), each window is made durable by a sync of its own range instead, run on a helper
 // thread so the next chunk is sent while the previous one syncs. Its writeback is still started as it is written
 // (SYNC_FILE_RANGE_WRITE, a 1 MiB piece at a time), so a share's link carries the next chunk while the last one's
-// sync waits for its round trip. The range matters: fdatasync waits for every page of the file under writeback, the younger
-// windows' too, so each one ran the link dry before its COMMIT or flush went out, and the copy waiting on it sent
-// nothing meanwhile (an idle link every 1.6 s, 0.4-0.5 s of 11 s over 100 Mbit/s and 20 ms in the VM). There is
-// no ranged fdatasync system call, but msync(MS_SYNC) over a shared map of the file is one (vfs_fsync_range
-// on the mapped bytes): NFS and SMB wait for the writeback of that range alone, then commit (NFS: every page of
-// the file the server has) or flush. The map is never
-// touched; a file that can't be mapped is synced whole with fdatasync, as before.
+// sync waits for its round trip. The range matters: fdatasync waits for every page of the file under writeback,
+// the younger windows' too, so each one ran the link dry before its COMMIT or flush went out, and the copy waiting
+// on it sent nothing meanwhile (an idle link every 1.6 s, 0.4-0.5 s of 11 s over 100 Mbit/s and 20 ms in the VM).
+// There is no ranged fdatasync system call, but msync(MS_SYNC) over a shared map of the file is one
+// (vfs_fsync_range on the mapped bytes): NFS and SMB wait for the writeback of that range alone, then commit or
+// flush. NFS commits every page of the file the server has answered for, and again for those answered meanwhile,
+// until none is left: while the link is busy its syncs return in bursts, when the copy waits for one. The map is
+// never touched; a file that can't be mapped is synced whole with fdatasync, as before.
 //
 // Small files (small_batch.h) on a fixed disk's journaling filesystem get no writeback of their own: a
 // sync_file_range per file sends one small request per file, which a fast device pays for per request (50,000
