@@ -78,6 +78,13 @@ std::string path_of_fd(int fd)
     return std::string(buf, n > 0 ? size_t(n) : 0);
 }
 
+// Whether |path|, trailing slashes aside, names a folder "out" (the destination of the seams below).
+bool names_out(const std::string &path)
+{
+    const std::string p = strip_trailing_slashes(path);
+    return p.size() >= 4 && p.compare(p.size() - 4, 4, "/out") == 0;
+}
+
 void set_mtime(const std::string &path, time_t when)
 {
     struct timespec times[2] = {{when, 0}, {when, 123456789}};
@@ -627,10 +634,6 @@ TEST_CASE("the receiving folder is opened for the run while its device is probed
         std::condition_variable changed;
         bool opening = false, probing = false;
         std::atomic<int> met {0}; // 1: the open met the probe; 2: the probe met the open
-        static bool is_out(const std::string &path)
-        {
-            return path.size() >= 4 && path.compare(path.size() - 4, 4, "/out") == 0;
-        }
         void meet(bool &mine, const bool &other, int bit)
         {
             std::unique_lock<std::mutex> lock(mutex);
@@ -643,16 +646,13 @@ TEST_CASE("the receiving folder is opened for the run while its device is probed
         }
         int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
         {
-            std::string p(path);
-            while (p.size() > 1 && p.back() == '/')
-                p.pop_back();
-            if (dirfd == AT_FDCWD && (flags & O_DIRECTORY) && !(flags & O_PATH) && is_out(p))
+            if (dirfd == AT_FDCWD && (flags & O_DIRECTORY) && !(flags & O_PATH) && names_out(path))
                 meet(opening, probing, 1);
             return Syscalls::raw_openat(dirfd, path, flags, mode);
         }
         int raw_fstatfs(int fd, struct statfs *st) override
         {
-            if (is_out(path_of_fd(fd)))
+            if (names_out(path_of_fd(fd)))
                 meet(probing, opening, 2);
             return Syscalls::raw_fstatfs(fd, st);
         }
@@ -681,12 +681,6 @@ TEST_CASE("until the copy creates its first file, the destination folder is know
         std::mutex mutex;
         bool probed = false, created = false;
         std::vector<std::string> asked; // looks at the folder that would go to a server, before the create
-        static bool is_out(std::string path)
-        {
-            while (path.size() > 1 && path.back() == '/')
-                path.pop_back();
-            return path.size() >= 4 && path.compare(path.size() - 4, 4, "/out") == 0;
-        }
         void note(const std::string &what)
         {
             std::lock_guard<std::mutex> lock(mutex);
@@ -704,20 +698,20 @@ TEST_CASE("until the copy creates its first file, the destination folder is know
         int raw_fstatat(int dirfd, const char *path, struct stat *st, int flags) override
         {
             const bool of_fd = *path == '\0';
-            if ((dirfd == AT_FDCWD || of_fd) && is_out(of_fd ? path_of_fd(dirfd) : path) &&
+            if ((dirfd == AT_FDCWD || of_fd) && names_out(of_fd ? path_of_fd(dirfd) : path) &&
                 !(flags & kCachedAttributes))
                 note(of_fd ? "fstatat of a descriptor" : "fstatat " + std::string(path));
             return Syscalls::raw_fstatat(dirfd, path, st, flags);
         }
         int raw_fstat(int fd, struct stat *st) override
         {
-            if (is_out(path_of_fd(fd)))
+            if (names_out(path_of_fd(fd)))
                 note("fstat");
             return Syscalls::raw_fstat(fd, st);
         }
         int raw_fstatfs(int fd, struct statfs *st) override
         {
-            if (is_out(path_of_fd(fd))) {
+            if (names_out(path_of_fd(fd))) {
                 std::lock_guard<std::mutex> lock(mutex);
                 probed = true;
             }
