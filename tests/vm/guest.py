@@ -621,6 +621,96 @@ def strace_close_costs(src, mnt):
         diag(f"  {line}")
 
 
+class DiskTimeline(Polling):
+    """The stick's completed write requests and bytes, sampled with the time of day (strace -tt's clock)."""
+
+    def __init__(self):
+        super().__init__()
+        self.samples = []
+
+    def sample(self):
+        self.samples.append((time.time(), *disk_writes()))
+
+
+def first_last_write(cmd):
+    """Runs |cmd| beside a DiskTimeline: (seconds to the stick's first completed write, to its last, to the
+    command's exit), from just before the command starts."""
+    drop_caches()
+    t0 = time.time()
+    with DiskTimeline() as disk:
+        run(cmd, check=False, timeout=600)
+        done = time.time() - t0
+        time.sleep(0.1)
+    start = disk.samples[0][1]
+    moved = [w - t0 for w, reqs, _ in disk.samples if reqs > start]
+    last = max((w for w, reqs, _ in disk.samples if reqs < disk.samples[-1][1]), default=t0) - t0
+    return (moved[0] if moved else -1.0), last, done
+
+
+def scenario_trace(fs):
+    """Where a big file's time goes on a stick of |fs| mounted as root mounts it: dd oflag=direct and sanecp, each
+    timed to the stick's first and last write; then sanecp under strace, its start (every call that took or
+    followed a wait of 5 ms or more), its syncs and the file's end, beside the stick's write requests in
+    half-second steps. Only when named (trace-FS): it explains a row of the compare table and checks nothing."""
+    src = big_source()
+    fresh_stick(fs)
+    for name, cmd in (("dd oflag=direct", ["dd", f"if={src}", f"of={MNT}/dd.bin", "bs=4M", "oflag=direct",
+                                          "status=none"]),
+                      ("sanecp", ["sanecp", src, MNT + "/"])):
+        first, last, done = first_last_write(as_user(USER, cmd))
+        diag(f"trace-{fs}: {name}: first write on the stick after {first:.2f} s, last after {last:.2f} s "
+             f"(writing {last - first:.2f} s), exit after {done:.2f} s")
+        clear_stick()
+    drop_caches()
+    out = "/tmp/strace-stick.txt"
+    t0 = time.time()
+    with DiskTimeline() as disk:
+        run(as_user(USER, ["strace", "-f", "-tt", "-T", "-o", out, "sanecp", src, MNT + "/"]), check=False,
+            timeout=600)
+    lines = open(out).read().splitlines() if os.path.exists(out) else []
+
+    def at(line):  # seconds since t0 of a line "PID HH:MM:SS.ffffff ..."
+        try:
+            h, m, s = line.split()[1].split(":")
+            day = time.localtime(t0)
+            base = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, 0, 0, 0, 0, 0, -1))
+            return base + int(h) * 3600 + int(m) * 60 + float(s) - t0
+        except (IndexError, ValueError):
+            return -1.0
+
+    def took(line):
+        try:
+            return float(line.rsplit("<", 1)[1].rstrip(">"))
+        except (IndexError, ValueError):  # "<unfinished ...>"
+            return 0.0
+    data = [i for i, l in enumerate(lines) if "sendfile(" in l]
+    if not data:
+        diag(f"trace-{fs}: no sendfile in the trace ({len(lines)} lines)")
+        return
+    diag(f"trace-{fs}: under strace: first call at {at(lines[0]):.2f} s, first sendfile at {at(lines[data[0]]):.2f} s, "
+         f"last at {at(lines[data[-1]]):.2f} s, the trace's end at {at(lines[-1]):.2f} s")
+    base = disk.samples[0]
+    steps = {}
+    for when, reqs, nbytes in disk.samples:
+        steps[int((when - t0) * 2)] = (reqs - base[1], nbytes - base[2])
+    prev = (0, 0)
+    row = []
+    for k in sorted(steps):
+        reqs, nbytes = steps[k]
+        row.append(f"{k / 2:.1f}:{reqs - prev[0]}/{(nbytes - prev[1]) / MiB:.1f}")
+        prev = (reqs, nbytes)
+    diag(f"trace-{fs}: the stick's writes per half second (s: requests/MiB): " + " ".join(row))
+    diag(f"trace-{fs}: the start, {data[0]} calls; those that took or followed a wait of 5 ms or more:")
+    for i in range(1, data[0] + 4):
+        if i < len(lines) and (took(lines[i]) >= 0.005 or at(lines[i]) - at(lines[i - 1]) >= 0.005):
+            diag(f"  {at(lines[i]):6.3f} " + (lines[i][:70] + " ... " + lines[i][-40:] if len(lines[i]) > 120
+                                              else lines[i]))
+    slow = [l for l in lines if "sync" in l and took(l) >= 0.02]
+    diag(f"trace-{fs}: {len(slow)} syncs of 20 ms or more; every call from the last sendfile on:")
+    for line in lines[data[-1]:]:
+        diag(f"  {at(line):6.2f} " + (line[:60] + " ... " + line[-40:] if len(line) > 110 else line))
+
+
 def scenario_big_desktop(fs):
     """One big file onto the stick as UDisks2 mounts it, as the desktop's user: sanecp (against dd oflag=direct and
     cp + sync, with "compare")."""
@@ -1443,6 +1533,7 @@ def main():
     steps += [("gui", scenario_gui)]  # last: it powers the stick off
     extra = [(f"sync-{fs}", lambda fs=fs: scenario_sync(fs)) for fs in ("vfat", "exfat")]  # only when named
     extra += [("start", scenario_start)]
+    extra += [(f"trace-{fs}", lambda fs=fs: scenario_trace(fs)) for fs in ("vfat", "exfat", "ntfs3", "ext4")]
     extra += [(f"big-{fs}", lambda fs=fs: big.update({fs: scenario_big(fs)})) for fs in ("exfat", "ntfs3")]
     extra += share_extra
     bench = []  # bench/bench.py --vm: bench-KIND-FS[-desktop], also only when named
