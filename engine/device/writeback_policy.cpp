@@ -152,6 +152,12 @@ bool is_network_share(const DeviceInfo &device)
     return (device.fs_type == "fuse" || device.fs_type == "fuseblk") && contains(kNetworkFuse, device.fs_subtype);
 }
 
+bool reserves_space_up_front(const DeviceInfo &device)
+{
+    const bool fat = device.fs_magic == kMsdosMagic || device.fs_type == "vfat" || device.fs_type == "msdos";
+    return device.writeback != WritebackMode::None && !is_network_share(device) && !fat;
+}
+
 namespace {
 
 std::string megabytes(double rate) { return std::to_string(std::llround(rate / 1e6)) + " MB/s"; }

@@ -149,7 +149,7 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
         counters.unwritten_bytes.fetch_add(resumed, std::memory_order_relaxed);
     }
     // KEEP_SIZE: the file's size grows with its data, so a stream that ends early is not padded.
-    if (options.expected_size && *options.expected_size > resumed && w.device_.writeback != WritebackMode::None) {
+    if (options.expected_size && *options.expected_size > resumed && reserves_space_up_front(w.device_)) {
         if (Status rs = reserve_space(w.part_, resumed, *options.expected_size); !rs)
             return rs; // |w| goes: the part file with it
         w.reserved_ = *options.expected_size;

@@ -217,11 +217,10 @@ Status JobRunner::copy_big(FileTask &task, const UniqueFd &in, const struct stat
     if (!part.ok())
         return part.status();
     PartFile &pf = part.value();
-    // A sparse source is not reserved: reserving its whole size would fill its holes. Nor is a file on a share:
-    // the server allocates as the bytes come (the plan checked its free space), and NFS's ALLOCATE is one more
-    // round trip before the first byte.
+    // A sparse source is not reserved: reserving its whole size would fill its holes. Nor is a file where
+    // reserving costs more than it finds (reserves_space_up_front: shares, FAT); the plan checked the free space.
     const bool sparse = uint64_t(st.st_blocks) * 512 < size;
-    if (syncs() && !sparse && !is_network_share(device_)) {
+    if (!sparse && reserves_space_up_front(device_)) {
         if (Status rs = reserve_space(pf, start, size); !rs)
             return rs;
     }

@@ -58,6 +58,13 @@ struct FlushMount : FaultSyscalls {
     // The mount that holds |dir| as an NFS 4 share, the others as they are.
     void share_at(const std::string &dir, const std::string &file)
     {
+        mount_at(dir, file, "nfs4 10.0.0.2:/export rw,vers=4.2,soft");
+    }
+
+    // The mount that holds |dir| as mountinfo's |type_source_options| ("vfat /dev/sdz1 rw,flush") says, the others
+    // as they are.
+    void mount_at(const std::string &dir, const std::string &file, const std::string &type_source_options)
+    {
         char real[4096] = {};
         REQUIRE(::realpath(dir.c_str(), real) != nullptr);
         const std::string path = real;
@@ -81,7 +88,7 @@ struct FlushMount : FaultSyscalls {
         std::string &held = lines[holder];
         const std::size_t dash = held.find(" - ");
         REQUIRE(dash != std::string::npos);
-        held = held.substr(0, dash) + " - nfs4 10.0.0.2:/export rw,vers=4.2,soft";
+        held = held.substr(0, dash) + " - " + type_source_options;
         std::string text;
         for (const std::string &l : lines)
             text += l + "\n";

@@ -473,6 +473,29 @@ TEST_CASE("is_network_share: SMB, NFS and network folders through FUSE, not a st
     CHECK_FALSE(share("tmpfs"));
 }
 
+TEST_CASE("reserves_space_up_front: on ext4, exFAT and NTFS, not on FAT, a share or tmpfs", "[device_probe]")
+{
+    const auto reserves = [](const char *type, unsigned long magic, const char *subtype = "") {
+        DeviceInfo d;
+        d.fs_type = type;
+        d.fs_subtype = subtype;
+        d.fs_magic = magic;
+        d.writeback = choose_writeback(magic, type);
+        return reserves_space_up_front(d);
+    };
+    CHECK(reserves("ext4", kExtMagic));
+    CHECK(reserves("exfat", 0x2011bab0));
+    CHECK(reserves("ntfs3", 0x7366746e));
+    CHECK(reserves("fuseblk", kFuseMagic, "exfat")); // exfat-fuse on a stick
+    CHECK_FALSE(reserves("vfat", kMsdosMagic));
+    CHECK_FALSE(reserves("msdos", kMsdosMagic));
+    CHECK_FALSE(reserves("", kMsdosMagic)); // no mountinfo: the magic says FAT
+    CHECK_FALSE(reserves("nfs4", 0x6969));
+    CHECK_FALSE(reserves("cifs", 0xff534d42));
+    CHECK_FALSE(reserves("fuse", kFuseMagic, "sshfs"));
+    CHECK_FALSE(reserves("tmpfs", 0x01021994));
+}
+
 TEST_CASE("choose_writeback: an unknown type syncs per chunk, with no type the magic decides", "[device_probe]")
 {
     CHECK(choose_writeback(0x2fc12fc1, "zfs") == WritebackMode::ChunkSync);

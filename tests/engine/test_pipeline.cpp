@@ -656,6 +656,35 @@ TEST_CASE("a share failing under a big file: the error and the job's end come be
     CHECK(fs.closes_done.load() == 1);
 }
 
+// Where reserving is cheap a big file's space is taken before its first byte; not on the kernel's FAT, whose
+// fallocate adds the file's clusters one at a time before anything is written (reserves_space_up_front).
+TEST_CASE("a big file's space is reserved before its first byte on ext4, not on FAT")
+{
+    struct Reserving : FlushMount {
+        std::atomic<int> reserves {0};
+        int raw_fallocate(int fd, int mode, off_t off, off_t len) override
+        {
+            ++reserves;
+            return FlushMount::raw_fallocate(fd, mode, off, len);
+        }
+    };
+    for (const char *mount : {"ext4 /dev/sdz1 rw,relatime", "vfat /dev/sdz1 rw,relatime,fmask=0022,dmask=0022"}) {
+        CAPTURE(mount);
+        TempDir t;
+        write_pattern_file(t / "big", 8 << 20, 3);
+        mkdir_p(t / "out");
+        Reserving fs;
+        fs.mount_at(t / "out", t / "mountinfo", mount);
+        ScopedSyscalls seam(fs);
+        ProgressCounters counters;
+        const JobSummary summary = run_copy_job(spec_of({t / "big"}, t / "out"), {}, counters,
+                                                         [](const JobEvent &) {});
+        CHECK(summary.ok());
+        CHECK(same_bytes(t / "big", t / "out/big"));
+        CHECK(fs.reserves.load() == (std::string_view(mount).starts_with("ext4") ? 1 : 0));
+    }
+}
+
 TEST_CASE_METHOD(Faulted, "move: on the same filesystem, one rename")
 {
     make_small_tree(t / "tree", 5);

@@ -335,6 +335,28 @@ TEST_CASE("stream with a size announced: the space is reserved, and a device too
     CHECK(list_tree(t.path()) == ".\tdir\n");
 }
 
+TEST_CASE("stream with a size announced onto FAT: nothing is reserved before the first byte")
+{
+    struct NoSpace : FlushMount { // were the space asked for, the device would say it is full
+        int raw_fallocate(int, int, off_t, off_t) override
+        {
+            errno = ENOSPC;
+            return -1;
+        }
+    } fs;
+    TempDir t;
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    fs.mount_at(t / "out", t / "mountinfo", "vfat /dev/sdz1 rw,relatime,fmask=0022,dmask=0022");
+    ScopedSyscalls seam(fs);
+    ProgressCounters counters;
+    StreamOptions o;
+    o.expected_size = 64 * MiB;
+    auto w = opened(t / "out/dst", counters, o);
+    REQUIRE(w->write("data", 4).ok());
+    REQUIRE(w->finish().ok());
+    CHECK(read_file(t / "out/dst") == "data");
+}
+
 TEST_CASE("stream with a size announced but fewer bytes sent: the file has the bytes sent")
 {
     TempDir t;
