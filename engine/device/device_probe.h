@@ -191,7 +191,7 @@ bool is_network_share(const DeviceInfo &device);
 // device filled since the plan looked is found then, not at 97 %. Not on tmpfs (memory), nor on a share (the
 // server allocates as the bytes come, and NFS's ALLOCATE is one more round trip before the first byte), nor on
 // the kernel's FAT: its fallocate adds the file's clusters one at a time with the file locked (fat_fallocate),
-// before anything is written (0.55 s for 120 MiB of 4 KiB clusters in the VM's trace, a twentieth of the stick's
+// before anything is written (0.55 s for 120 MiB of 4 KiB clusters in the VM's trace, 4 % of the stick's
 // time), where its writes would add the same clusters while the device writes the windows before them.
 bool reserves_space_up_front(const DeviceInfo &device);
 

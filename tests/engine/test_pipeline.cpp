@@ -677,8 +677,7 @@ TEST_CASE("a big file's space is reserved before its first byte on ext4, not on 
         fs.mount_at(t / "out", t / "mountinfo", mount);
         ScopedSyscalls seam(fs);
         ProgressCounters counters;
-        const JobSummary summary = run_copy_job(spec_of({t / "big"}, t / "out"), {}, counters,
-                                                         [](const JobEvent &) {});
+        const JobSummary summary = run_copy_job(spec_of({t / "big"}, t / "out"), {}, counters, [](const JobEvent &) {});
         CHECK(summary.ok());
         CHECK(same_bytes(t / "big", t / "out/big"));
         CHECK(fs.reserves.load() == (std::string_view(mount).starts_with("ext4") ? 1 : 0));
