@@ -50,6 +50,13 @@ constexpr unsigned long kLocalBlockMagics[] = {
     kNtfs3Magic, kHfsMagic, kHfsplusMagic, kUdfMagic,  kJfsMagic,   kReiserfsMagic, kNilfsMagic,
 };
 
+// The kernel's own FAT driver (vfat, msdos): by mountinfo's type, or by the magic where no type is known (FUSE FAT
+// drivers have types of their own).
+bool is_kernel_fat(unsigned long fs_magic, std::string_view fs_type)
+{
+    return fs_type == "vfat" || fs_type == "msdos" || (fs_type.empty() && fs_magic == kMsdosMagic);
+}
+
 } // namespace
 
 FsLimits fs_limits_for(std::string_view fs_type)
@@ -108,7 +115,7 @@ std::string name_problem(std::string_view name, const FsLimits &limits)
 
 DataSync choose_data_sync(unsigned long fs_magic, std::string_view fs_type)
 {
-    if (fs_type == "vfat" || fs_type == "msdos" || (fs_type.empty() && fs_magic == kMsdosMagic))
+    if (is_kernel_fat(fs_magic, fs_type))
         return DataSync::FilesystemFirst;
     return DataSync::File;
 }
@@ -154,8 +161,8 @@ bool is_network_share(const DeviceInfo &device)
 
 bool reserves_space_up_front(const DeviceInfo &device)
 {
-    const bool fat = device.fs_magic == kMsdosMagic || device.fs_type == "vfat" || device.fs_type == "msdos";
-    return device.writeback != WritebackMode::None && !is_network_share(device) && !fat;
+    return device.writeback != WritebackMode::None && !is_network_share(device) &&
+           !is_kernel_fat(device.fs_magic, device.fs_type);
 }
 
 namespace {
