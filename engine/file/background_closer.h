@@ -10,6 +10,10 @@
 // right after its syncfs, a big file once published), so a close has nothing left to write and nothing to say:
 // its result is not looked at. On Linux a close can only repeat an error fsync would have reported first, and
 // vfat's never fails. The file's rename may come while it closes: it is by name, not by descriptor.
+// A big file's written descriptor goes earlier, with its last byte (JobRunner::fill_part), its syncs then made
+// through a read-only descriptor opened before the writes: what the close writes (the inode, the writeback of
+// pages the windows had not started yet) those syncs write and wait for too, and any error its writeback meets
+// they report, as Linux reports a writeback error to every descriptor open when it happened.
 // One exception: a part file a stream kept after a share failed under it (StreamWriter::abort; the KIO worker's
 // closer lives as long as the worker). Its close may write again and fail again; no one trusts what it holds until
 // a later run has read it back. A copy job's such part file goes to close_unwaited() (below) instead.

@@ -288,7 +288,8 @@ public:
           path_(path),
           result_(result),
           source_(src, size, std::move(residency)),
-          windows_(dst, session.route.writeback, path, &control),
+          sync_(session.sync_fd >= 0 ? session.sync_fd : dst),
+          windows_(sync_, session.route.writeback, path, &control),
           mover_(src, dst, session, path, start),
           off_(start)
     {
@@ -309,7 +310,8 @@ public:
         Status s = copy_and_drain();
         while (!s && write_again(s))
             s = copy_and_drain();
-        mover_.stop_direct();
+        if (!writes_handed_over_)
+            mover_.stop_direct();
         source_.release_all();
         // A trailing hole was never written: the size says it.
         if (s && sparse_ && off_ == size_ && sys().ftruncate(dst_, off_t(size_)) < 0)
@@ -322,6 +324,10 @@ private:
     Status copy_and_drain()
     {
         Status s = loop();
+        if (s && off_ == size_ && !sparse_ && session_.writes_done && !writes_handed_over_) {
+            writes_handed_over_ = true;
+            session_.writes_done(); // |dst_| may be closed from here on
+        }
         uint64_t d = 0;
         Status drained = windows_.drain(d);
         take_durable(d);
@@ -344,7 +350,8 @@ private:
     }
     bool write_again(const Status &s)
     {
-        if (!says_try_again(s) || session_.route.writeback != WritebackMode::ChunkSync || sparse_)
+        if (!says_try_again(s) || session_.route.writeback != WritebackMode::ChunkSync || sparse_ ||
+            writes_handed_over_)
             return false;
         if (result_.durable > durable_at_write_again_)
             written_again_ = 0;
@@ -475,7 +482,7 @@ private:
     // What this copy holds in the cache right now, for the dirty-memory chart.
     void measure_own_dirty()
     {
-        if (auto cs = cachestat(dst_))
+        if (auto cs = cachestat(sync_))
             counters_.own_dirty_bytes.store(int64_t((cs->dirty + cs->writeback) * page_bytes()),
                                             std::memory_order_relaxed);
     }
@@ -504,6 +511,7 @@ private:
     const std::string &path_;
     FileCopyResult &result_;
     SourceCache source_;
+    int sync_; // |dst_|, or the read-only descriptor the windows wait through (CopySession::sync_fd)
     WritebackWindows windows_;
     Mover mover_;
     uint64_t off_;
@@ -511,6 +519,7 @@ private:
     uint64_t data_end_ = 0; // end of the data segment |off_| is in; looked up when reached
     double next_checkpoint_ = 0;
     static constexpr int kWriteAgain = 3;
+    bool writes_handed_over_ = false;     // CopySession::writes_done was called
     int written_again_ = 0;               // times in a row the unsynced windows were written again
     uint64_t durable_at_write_again_ = 0; // result_.durable when they last were
 };

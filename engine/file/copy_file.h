@@ -95,6 +95,13 @@ struct CopySession {
     SourceHash *hash = nullptr;
     // Asked once a chunk beside the cancel: true stops the copy as a cancel does (ECANCELED). Empty: never.
     std::function<bool()> stop;
+    // Set per file where the last close of a written descriptor sleeps (vfat "flush", background_closer.h): the
+    // windows are waited for, and the copy's dirty pages counted, through |sync_fd|, the same file opened
+    // read-only, and |writes_done| is called once the last byte is written, before the last windows are waited
+    // for, so the caller can close the written descriptor meanwhile. Not for a sparse file (its size is set after
+    // the writes), nor when the source ended early. -1 and empty: the written descriptor does it all.
+    int sync_fd = -1;
+    std::function<void()> writes_done;
 
     // Call whenever bytes became durable: feeds the meter and publishes the rate.
     void count_durable(uint64_t bytes, ProgressCounters &counters);

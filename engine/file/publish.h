@@ -92,6 +92,13 @@ public:
     Status close_fd();
     // The descriptor itself, for a caller that closes it elsewhere (background_closer.h); the name stays owned.
     UniqueFd take_fd() { return std::move(fd_); }
+    // Holds |fd|, another descriptor on the same part file, from now on, and returns the one held until now: for a
+    // caller that closes the written descriptor early and syncs the file through a read-only one (fill_part()).
+    UniqueFd exchange_fd(UniqueFd fd)
+    {
+        std::swap(fd_, fd);
+        return fd;
+    }
 
 private:
     // A part file object for |name| in |dir|, with nothing opened yet.

@@ -258,8 +258,24 @@ Status JobRunner::fill_part(const FileTask &task, int in, uint64_t size, PartFil
         syncs() ? make_checkpoint(part, device_.data_sync, device_.writeback) : std::function<Status()>();
     SourceHash hash;
     session_.hash = hashes() ? &hash : nullptr;
+    // Where the last close of a written descriptor sleeps 100 ms (vfat "flush"), the job's end waited for the big
+    // file's close, handed over after its rename (13.22 s for 120 MiB on the VM's stick, 13.11 s without flush).
+    // Its syncs need no written descriptor: they go through a read-only one, and the written one is closed on the
+    // closer once the last byte is written, its sleep beside the last windows' waits and the publish.
+    // Without the second descriptor (it could not be opened), the copy goes on as elsewhere.
+    UniqueFd sync_fd;
+    if (closer_ && syncs()) {
+        if (Result<UniqueFd> read_only = part.open_for_reading(); read_only.ok())
+            sync_fd = std::move(read_only.value());
+    }
+    if (sync_fd.valid()) {
+        session_.sync_fd = sync_fd.get();
+        session_.writes_done = [&] { closer_->close(part.exchange_fd(std::move(sync_fd))); };
+    }
     Status s = copy_file_data(in, part.fd(), size, session_, control_, counters_, part.display_path(), copied, start,
                               task.residency);
+    session_.sync_fd = -1;
+    session_.writes_done = nullptr;
     session_.checkpoint = nullptr;
     session_.hash = nullptr;
     if (s)
@@ -293,8 +309,10 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
     std::string final_name;
     if (Status ps = publish(part, steps, &final_name); !ps)
         return part.committed() ? ps : part_failed(part, std::move(ps)); // a failed folder sync comes after the rename
+    // Durable under its name: the close's 100 ms sleep need not be waited for. (Mostly the read-only descriptor,
+    // the written one gone with the last byte: fill_part.)
     if (closer_)
-        closer_->close(part.take_fd()); // durable under its name: the close's 100 ms sleep need not be waited for
+        closer_->close(part.take_fd());
     std::string notes = task.note;
     if (start > 0)
         notes =
