@@ -18,6 +18,32 @@ bool takes_direct_writes(const DeviceInfo &dest)
     return dest.writeback == WritebackMode::ChunkSync && is_network_share(dest) && dest.fs_type.rfind("fuse", 0) == 0;
 }
 
+ChunkLimits share_chunk_limits(const ChunkLimits &asked, bool direct_writes)
+{
+    // Each chunk's sync is a round trip or two (an SMB flush, an NFS COMMIT, sshfs's fsync, which holds the file's
+    // lock and stops the next writes until every one before it is answered): half a second of link time per chunk
+    // keeps that a small part of it. sshfs with eighth-second chunks reached 43 % of a 100 Mbit/s, 20 ms link
+    // (tests/vm/shares.py).
+    if (asked.target_seconds != ChunkLimits {}.target_seconds)
+        return asked;
+    if (direct_writes)
+        return share_over_fuse_limits();
+    ChunkLimits limits = asked;
+    limits.target_seconds = kShareChunkSeconds;
+    limits.max_windows = kShareMaxWindows;
+    return limits;
+}
+
+uint64_t share_first_rate_bytes(const ChunkLimits &limits)
+{
+    // The first window's sync goes out behind every chunk written meanwhile (eight of the first plan's 1 MiB on
+    // one TCP connection), and returns when they have all crossed the link: measured from that first window
+    // alone, the share's rate came out a tenth of the link's (1 MiB in 0.8 s over 100 Mbit/s, share-trace-nfs4),
+    // and the chunks and budget planned from it let the link idle until the next syncs corrected it. The syncs
+    // behind it return at once; measured over them too, the first rate is the link's.
+    return 2 * limits.checked().start_chunk;
+}
+
 CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
 {
     CopyRoute route;
@@ -463,12 +489,12 @@ private:
     // whole.
     Status move_in_pieces(uint64_t want, uint64_t &moved)
     {
-        constexpr uint64_t kPiece = kMiB; // an NFS client's usual largest WRITE
         const bool pieces = session_.route.writeback == WritebackMode::ChunkSync && !mover_.direct();
         moved = 0;
         while (moved < want) {
             uint64_t got = 0;
-            if (Status s = mover_.move(off_ + moved, pieces ? std::min(kPiece, want - moved) : want - moved, got); !s)
+            const uint64_t step = pieces ? std::min(kSharePiece, want - moved) : want - moved;
+            if (Status s = mover_.move(off_ + moved, step, got); !s)
                 return s;
             if (got == 0)
                 break; // the source's end

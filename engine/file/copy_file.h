@@ -54,6 +54,17 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev);
 // A FUSE share: its big files go by O_DIRECT (CopyRoute::direct_writes). Pure.
 bool takes_direct_writes(const DeviceInfo &dest);
 
+// The chunk limits onto a network share (is_network_share()) for a writer that asked for |asked|: half a second of
+// link time per chunk, with as many windows as the budget's bytes hold; share_over_fuse_limits() for one that
+// writes by O_DIRECT (|direct_writes|). |asked| as it is when it set a chunk time of its own. A copy job's big
+// files and a stream (KIO's put) alike. Pure.
+ChunkLimits share_chunk_limits(const ChunkLimits &asked, bool direct_writes);
+// Onto a share, the first rate is measured over this much at least (RateMeter::measure_first_over). Pure.
+uint64_t share_first_rate_bytes(const ChunkLimits &limits);
+// Onto a share (WritebackMode::ChunkSync) the writeback of each piece of this size starts as soon as it is
+// written, not with its whole chunk (WritebackWindows::start_piece): an NFS client's usual largest WRITE.
+inline constexpr uint64_t kSharePiece = kMiB;
+
 // The SHA-256 of a source as the copy reads it, for checksum manifests (manifest.h). Fed in order: bytes the
 // copy did not read itself (a clone, a resumed prefix, holes) are read from the source to catch up, and bytes
 // sendfile moved are read back from the page cache it just filled, never from the device a second time.

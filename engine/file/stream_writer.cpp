@@ -3,6 +3,7 @@
 
 #include "background_closer.h"
 #include "conflict.h"
+#include "copy_file.h"
 #include "i18n.h"
 #include "paths.h"
 #include "page_cache_policy.h"
@@ -138,10 +139,14 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     w.mtime_ = options.mtime;
     w.closer_ = options.closer;
     w.limits_ = options.limits;
+    // Onto a share, as a copy job's big file goes (its writes are buffered: not the O_DIRECT limits).
+    const bool share = is_network_share(w.device_);
+    if (share)
+        w.limits_ = share_chunk_limits(w.limits_, false);
     if (w.limits_.request == 0)
         w.limits_.request = w.device_.max_request_bytes; // ChunkLimits::request
     w.limits_ = w.limits_.checked();
-    w.offset_ = w.chunk_start_ = w.resumed_ = w.durable_ = resumed;
+    w.offset_ = w.chunk_start_ = w.piece_start_ = w.resumed_ = w.durable_ = resumed;
     if (resumed > 0) {
         // Already on the device, as far as anyone can tell; the final fdatasync settles it either way.
         counters.written_bytes.fetch_add(resumed, std::memory_order_relaxed);
@@ -156,6 +161,8 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
     }
     w.windows_ = std::make_unique<WritebackWindows>(w.part_.fd(), w.device_.writeback, t->display);
     w.plan_ = plan_chunks(0, w.limits_);
+    if (share)
+        w.meter_.measure_first_over(share_first_rate_bytes(w.limits_));
     w.meter_.start(monotonic_seconds(), w.durable_);
     return w;
 }
@@ -235,7 +242,7 @@ Status StreamWriter::submit_chunk()
     take_durable(d);
     if (!s)
         return fail(std::move(s));
-    chunk_start_ = offset_;
+    chunk_start_ = piece_start_ = offset_;
     plan_ = plan_chunks(meter_.measured() ? meter_.rate() : 0, limits_);
     return {};
 }
@@ -267,6 +274,11 @@ Status StreamWriter::write(const void *data, std::size_t len)
         if (offset_ - chunk_start_ >= plan_.chunk_bytes) {
             if (Status s = submit_chunk(); !s)
                 return s;
+        } else if (offset_ - piece_start_ >= kSharePiece) {
+            // Onto a share (ChunkSync) the piece goes to the link now, not once the chunk is whole: a copy's
+            // reason (copy_file.cpp, move_in_pieces). Nothing elsewhere.
+            windows_->start_piece(piece_start_, offset_ - piece_start_);
+            piece_start_ = offset_;
         }
     }
     return {};

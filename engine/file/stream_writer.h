@@ -114,6 +114,8 @@ public:
     WritebackMode writeback_mode() const { return device_.writeback; }
     // The part file's path, for tests and messages.
     std::string part_path() const;
+    // The limits its chunks are planned within: StreamOptions::limits, or a share's (share_chunk_limits()).
+    const ChunkLimits &chunk_limits() const { return limits_; }
 
 private:
     Status submit_chunk();
@@ -141,6 +143,7 @@ private:
     uint64_t offset_ = 0;      // bytes handed to the kernel
     uint64_t resumed_ = 0;     // bytes that were in the part file already
     uint64_t chunk_start_ = 0; // where the chunk being filled began
+    uint64_t piece_start_ = 0; // where its bytes not yet under writeback begin (onto a share: kSharePiece)
     uint64_t durable_ = 0;     // bytes counted durable
     uint64_t reserved_ = 0;    // bytes fallocate'd up front
     Status broken_;

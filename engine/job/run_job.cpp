@@ -160,33 +160,6 @@ bool JobRunner::own_copies_can_meet() const
     return meet && (spec_.conflict == ConflictPolicy::Overwrite || spec_.ask_conflict);
 }
 
-namespace {
-
-// The chunks, windows and rate meter of a copy onto a share (is_network_share()), unless |asked| set its own.
-void plan_share_chunks(CopySession &session, const ChunkLimits &asked, const DeviceInfo &device)
-{
-    // Each chunk's sync is a round trip or two (an SMB flush, an NFS COMMIT, sshfs's fsync, which holds the file's
-    // lock and stops the next writes until every one before it is answered): half a second of link time per chunk
-    // keeps that a small part of it. sshfs with eighth-second chunks reached 43 % of a 100 Mbit/s, 20 ms link
-    // (tests/vm/shares.py).
-    if (asked.target_seconds == ChunkLimits {}.target_seconds) {
-        if (takes_direct_writes(device)) {
-            session.limits = share_over_fuse_limits();
-        } else {
-            session.limits.target_seconds = kShareChunkSeconds;
-            session.limits.max_windows = kShareMaxWindows;
-        }
-    }
-    // The first window's sync goes out behind every chunk written meanwhile (eight of the first plan's 1 MiB on
-    // one TCP connection), and returns when they have all crossed the link: measured from that first window
-    // alone, the share's rate came out a tenth of the link's (1 MiB in 0.8 s over 100 Mbit/s, share-trace-nfs4),
-    // and the chunks and budget planned from it let the link idle until the next syncs corrected it. The syncs
-    // behind it return at once; measured over them too, the first rate is the link's.
-    session.meter.measure_first_over(2 * session.limits.checked().start_chunk);
-}
-
-} // namespace
-
 void JobRunner::start(JobPlan &plan)
 {
     for (Status &s : plan.errors) {
@@ -201,8 +174,10 @@ void JobRunner::start(JobPlan &plan)
     guards_own_copies_ = own_copies_can_meet();
     const bool share = is_network_share(plan.device);
     counters_.share.store(share);
-    if (share)
-        plan_share_chunks(session_, spec_.limits, plan.device);
+    if (share) {
+        session_.limits = share_chunk_limits(session_.limits, takes_direct_writes(plan.device));
+        session_.meter.measure_first_over(share_first_rate_bytes(session_.limits));
+    }
     if (session_.limits.request == 0)
         session_.limits.request = plan.device.max_request_bytes;
     // The plan is done: from here a destination that takes nothing (a share that is down from the start) is a

@@ -12,7 +12,9 @@
 #include "test_support.h"
 
 #include <fcntl.h>
+#include <algorithm>
 #include <functional>
+#include <mutex>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -164,6 +166,64 @@ TEST_CASE("stream onto a share that stops answering: the error first, the part f
     CHECK(exists(t / "out/.dst.part"));
     CHECK(StreamWriter::resumable_part_size(t / "out/dst", std::nullopt) == 0);
     CHECK_FALSE(exists(t / "out/dst"));
+}
+
+// A KIO put onto a share (from another worker: sftp, a phone) was planned as onto a stick: an eighth of a second
+// per chunk, eight windows, and each chunk's writeback started only once it was whole. A copy job's big file has
+// the share's rules (share_chunk_limits(), and its pieces to the link as they are written); a stream has them too.
+TEST_CASE("stream onto a share: planned as a copy onto a share, each piece's writeback started as it is written")
+{
+    struct Pieces : FlushMount {
+        std::mutex order;
+        uint64_t started_end = 0, most_ahead = 0;
+        ssize_t raw_pwrite(int fd, const void *buf, size_t len, off_t off) override
+        {
+            const ssize_t r = FlushMount::raw_pwrite(fd, buf, len, off);
+            std::lock_guard lock(order);
+            if (r > 0 && is_part(fd))
+                most_ahead = std::max(most_ahead, uint64_t(off) + uint64_t(r) - started_end);
+            return r;
+        }
+        int raw_sync_file_range(int fd, off_t off, off_t len, unsigned flags) override
+        {
+            {
+                std::lock_guard lock(order);
+                if ((flags & SYNC_FILE_RANGE_WRITE) && is_part(fd))
+                    started_end = std::max(started_end, uint64_t(off + len));
+            }
+            return FlushMount::raw_sync_file_range(fd, off, len, flags);
+        }
+        bool is_part(int fd)
+        {
+            std::lock_guard lock(mutex);
+            return part_fds.count(fd) > 0;
+        }
+    };
+    TempDir t;
+    write_pattern_file(t / "src", 40 * MiB);
+    REQUIRE(::mkdir((t / "out").c_str(), 0755) == 0);
+    ProgressCounters counters;
+    StreamOptions options;
+    options.limits.start_chunk = 8 * MiB; // what a share's link of 16 MB/s is given
+    options.limits.min_chunk = 8 * MiB;
+    Pieces fs;
+    fs.share_at(t / "out", t / "mountinfo"); // the mount holding the test's folder, as an NFS 4 share
+    {
+        ScopedSyscalls seam(fs);
+        auto w = opened(t / "out/dst", counters, options);
+        CHECK(w->chunk_limits().target_seconds == kShareChunkSeconds);
+        CHECK(w->chunk_limits().max_windows == kShareMaxWindows);
+        CHECK(w->chunk_limits().start_chunk == 8 * MiB); // what the sender asked for, the share's rules beside it
+        REQUIRE(stream_file(t / "src", w.value(), {65536}).ok());
+        REQUIRE(w->finish().ok());
+    }
+    CHECK(same_bytes(t / "src", t / "out/dst"));
+    CHECK(fs.started_end == 40 * MiB);
+    CHECK(fs.most_ahead <= MiB);
+    // Elsewhere the sender's limits stand.
+    auto w = opened(t / "out/other", counters, options);
+    CHECK(w->chunk_limits().target_seconds == ChunkLimits {}.target_seconds);
+    CHECK(w->chunk_limits().max_windows == ChunkLimits {}.max_windows);
 }
 
 TEST_CASE("stream to file: the real name never appears before finish")
