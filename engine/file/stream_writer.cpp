@@ -255,8 +255,11 @@ Status StreamWriter::write(const void *data, std::size_t len)
         return Status::destination(EBADF, "write", part_.display_path());
     const char *p = static_cast<const char *>(data);
     while (len > 0) {
-        // A block is cut at the chunk's end, so a chunk never outgrows its plan whatever the sender's block size.
-        const uint64_t room = plan_.chunk_bytes - (offset_ - chunk_start_);
+        // A block is cut at the chunk's end, so a chunk never outgrows its plan whatever the sender's block size;
+        // onto a share at the piece's end too (below).
+        uint64_t room = plan_.chunk_bytes - (offset_ - chunk_start_);
+        if (device_.writeback == WritebackMode::ChunkSync)
+            room = std::min(room, piece_start_ + kSharePiece - offset_);
         const std::size_t piece = std::size_t(std::min<uint64_t>(len, room));
         std::size_t done = 0;
         while (done < piece) {

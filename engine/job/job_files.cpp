@@ -262,9 +262,10 @@ Status JobRunner::fill_part(const FileTask &task, int in, uint64_t size, PartFil
     // file's close, handed over after its rename (13.22 s for 120 MiB on the VM's stick, 13.11 s without flush).
     // Its syncs need no written descriptor: they go through a read-only one, and the written one is closed on the
     // closer once the last byte is written, its sleep beside the last windows' waits and the publish.
-    // Without the second descriptor (it could not be opened), the copy goes on as elsewhere.
+    // Without the second descriptor (it could not be opened), the copy goes on as elsewhere. Not where windows are
+    // synced by msync (ChunkSync): a shared map of a read-only descriptor is not shared, and its msync syncs nothing.
     UniqueFd sync_fd;
-    if (closer_ && syncs()) {
+    if (closer_ && syncs() && device_.writeback == WritebackMode::Windows) {
         if (Result<UniqueFd> read_only = part.open_for_reading(); read_only.ok())
             sync_fd = std::move(read_only.value());
     }

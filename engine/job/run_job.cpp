@@ -175,7 +175,7 @@ void JobRunner::start(JobPlan &plan)
     const bool share = is_network_share(plan.device);
     counters_.share.store(share);
     if (share) {
-        session_.limits = share_chunk_limits(session_.limits, takes_direct_writes(plan.device));
+        session_.limits = share_chunk_limits(spec_.limits, takes_direct_writes(plan.device)).checked();
         session_.meter.measure_first_over(share_first_rate_bytes(session_.limits));
     }
     if (session_.limits.request == 0)

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -43,6 +44,7 @@ struct FlushMount : FaultSyscalls {
     std::atomic<int> closing {0}, most_closing {0}, part_closes {0}, closes_done {0}, closes_off_job_thread {0},
         closes_after_rename {0}, closes_of_present_parts {0}, failed_closes {0}, syncs {0}, closes_after_sync {0};
     std::thread::id job_thread = std::this_thread::get_id();
+    std::set<std::string> closed_after_sync; // names of the part files closed after a sync made since their creation
 
     // Every mount of this machine as if it had vfat's "flush" among its options.
     void flush_everywhere(const std::string &file)
@@ -147,7 +149,11 @@ struct FlushMount : FaultSyscalls {
         struct stat st {};
         closes_after_rename += ::lstat((part->dir + "/" + part->name).c_str(), &st) == 0;
         closes_of_present_parts += ::lstat((part->dir + "/" + part->part).c_str(), &st) == 0;
-        closes_after_sync += syncs.load() > part->syncs_before;
+        if (syncs.load() > part->syncs_before) {
+            ++closes_after_sync;
+            std::lock_guard lock(mutex);
+            closed_after_sync.insert(part->name);
+        }
         const int now = ++closing;
         for (int seen = most_closing.load(); now > seen && !most_closing.compare_exchange_weak(seen, now);) {
         }

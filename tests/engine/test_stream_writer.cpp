@@ -127,7 +127,8 @@ TEST_CASE("stream to file on a vfat flush mount: the published file is closed on
     options.closer = std::make_shared<BackgroundCloser>(2);
     {
         auto w = opened(t / "dst", counters, options);
-        REQUIRE(stream_file(t / "src", w.value(), {65536}).ok());
+        // Blocks of a few MiB too: the pieces are cut inside them.
+        REQUIRE(stream_file(t / "src", w.value(), {65536, 3 * MiB + 4096}).ok());
         REQUIRE(w->finish().ok());
     }
     CHECK(fs.closes_done.load() == 0); // the writer is gone, its file still closing
