@@ -647,25 +647,38 @@ def first_last_write(cmd):
     return (moved[0] if moved else -1.0), last, done
 
 
-def scenario_trace(fs):
-    """Where a big file's time goes on a stick of |fs| mounted as root mounts it: dd oflag=direct and sanecp, each
-    timed to the stick's first and last write; then sanecp under strace, its start (every call that took or
-    followed a wait of 5 ms or more), its syncs and the file's end, beside the stick's write requests in
-    half-second steps. Only when named (trace-FS): it explains a row of the compare table and checks nothing."""
+def scenario_trace(fs, desktop=False):
+    """Where a big file's time goes on a stick of |fs| mounted as root mounts it (|desktop|: as UDisks2 mounts it for
+    the desktop's user): dd oflag=direct and sanecp, each timed to the stick's first and last write; then sanecp
+    under strace, its start (every call that took or followed a wait of 5 ms or more), its syncs and the file's end,
+    beside the stick's write requests in half-second steps. Only when named (trace-FS, trace-FS-desktop): it
+    explains a row of the compare table and checks nothing."""
     src = big_source()
-    fresh_stick(fs)
-    for name, cmd in (("dd oflag=direct", ["dd", f"if={src}", f"of={MNT}/dd.bin", "bs=4M", "oflag=direct",
+    if desktop:
+        mnt = desktop_stick(fs)
+        try:
+            trace_big_file(f"trace-{fs}-desktop", src, mnt)
+        finally:
+            desktop_unmount()
+    else:
+        fresh_stick(fs)
+        trace_big_file(f"trace-{fs}", src, MNT)
+
+
+def trace_big_file(label, src, mnt):
+    """scenario_trace's runs and report, under |label|, for the stick mounted at |mnt|."""
+    for name, cmd in (("dd oflag=direct", ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct",
                                           "status=none"]),
-                      ("sanecp", ["sanecp", src, MNT + "/"])):
+                      ("sanecp", ["sanecp", src, mnt + "/"])):
         first, last, done = first_last_write(as_user(USER, cmd))
-        diag(f"trace-{fs}: {name}: first write on the stick after {first:.2f} s, last after {last:.2f} s "
+        diag(f"{label}: {name}: first write on the stick after {first:.2f} s, last after {last:.2f} s "
              f"(writing {last - first:.2f} s), exit after {done:.2f} s")
-        clear_stick()
+        clear_stick(mnt)
     drop_caches()
     out = "/tmp/strace-stick.txt"
     t0 = time.time()
     with DiskTimeline() as disk:
-        run(as_user(USER, ["strace", "-f", "-tt", "-T", "-o", out, "sanecp", src, MNT + "/"]), check=False,
+        run(as_user(USER, ["strace", "-f", "-tt", "-T", "-o", out, "sanecp", src, mnt + "/"]), check=False,
             timeout=600)
     lines = open(out).read().splitlines() if os.path.exists(out) else []
 
@@ -685,9 +698,9 @@ def scenario_trace(fs):
             return 0.0
     data = [i for i, l in enumerate(lines) if "sendfile(" in l]
     if not data:
-        diag(f"trace-{fs}: no sendfile in the trace ({len(lines)} lines)")
+        diag(f"{label}: no sendfile in the trace ({len(lines)} lines)")
         return
-    diag(f"trace-{fs}: under strace: first call at {at(lines[0]):.2f} s, first sendfile at {at(lines[data[0]]):.2f} s, "
+    diag(f"{label}: under strace: first call at {at(lines[0]):.2f} s, first sendfile at {at(lines[data[0]]):.2f} s, "
          f"last at {at(lines[data[-1]]):.2f} s, the trace's end at {at(lines[-1]):.2f} s")
     base = disk.samples[0]
     steps = {}
@@ -699,14 +712,14 @@ def scenario_trace(fs):
         reqs, nbytes = steps[k]
         row.append(f"{k / 2:.1f}:{reqs - prev[0]}/{(nbytes - prev[1]) / MiB:.1f}")
         prev = (reqs, nbytes)
-    diag(f"trace-{fs}: the stick's writes per half second (s: requests/MiB): " + " ".join(row))
-    diag(f"trace-{fs}: the start, {data[0]} calls; those that took or followed a wait of 5 ms or more:")
+    diag(f"{label}: the stick's writes per half second (s: requests/MiB): " + " ".join(row))
+    diag(f"{label}: the start, {data[0]} calls; those that took or followed a wait of 5 ms or more:")
     for i in range(1, data[0] + 4):
         if i < len(lines) and (took(lines[i]) >= 0.005 or at(lines[i]) - at(lines[i - 1]) >= 0.005):
             diag(f"  {at(lines[i]):6.3f} " + (lines[i][:70] + " ... " + lines[i][-40:] if len(lines[i]) > 120
                                               else lines[i]))
     slow = [l for l in lines if "sync" in l and took(l) >= 0.02]
-    diag(f"trace-{fs}: {len(slow)} syncs of 20 ms or more; every call from the last sendfile on:")
+    diag(f"{label}: {len(slow)} syncs of 20 ms or more; every call from the last sendfile on:")
     for line in lines[data[-1]:]:
         diag(f"  {at(line):6.2f} " + (line[:60] + " ... " + line[-40:] if len(line) > 110 else line))
 
@@ -1534,6 +1547,7 @@ def main():
     extra = [(f"sync-{fs}", lambda fs=fs: scenario_sync(fs)) for fs in ("vfat", "exfat")]  # only when named
     extra += [("start", scenario_start)]
     extra += [(f"trace-{fs}", lambda fs=fs: scenario_trace(fs)) for fs in ("vfat", "exfat", "ntfs3", "ext4")]
+    extra += [("trace-vfat-desktop", lambda: scenario_trace("vfat", desktop=True))]
     extra += [(f"big-{fs}", lambda fs=fs: big.update({fs: scenario_big(fs)})) for fs in ("exfat", "ntfs3")]
     extra += share_extra
     bench = []  # bench/bench.py --vm: bench-KIND-FS[-desktop], also only when named
