@@ -388,6 +388,31 @@ def scenario_trace(name):
             g.diag("  " + line[:40] + " ... " + line[-40:] if len(line) > 90 else "  " + line)
 
 
+def scenario_direct(name):
+    """How fast plain O_DIRECT writes reach the share, one stream against several side by side: dd oflag=direct in
+    4 MiB writes (what "compare" runs), in 1 MiB writes (no larger than an NFS client's WRITE, so each can go as
+    a stable write, committed by the server before it answers), and 2 and 4 dd each writing its own part of the
+    file in 1 MiB writes. Only when named (share-direct-FS): it measures what a copier writing that way could
+    reach, and checks nothing."""
+    src = g.big_source()
+    size = os.path.getsize(src)
+    mnt = share(name)
+    link_secs = size / LINK_BYTES_PER_SEC
+    for label, cmd in (("dd bs=4M", ["dd", f"if={src}", f"of={mnt}/d.bin", "bs=4M", "oflag=direct", "status=none"]),
+                       ("dd bs=1M", ["dd", f"if={src}", f"of={mnt}/d.bin", "bs=1M", "oflag=direct", "status=none"])):
+        secs, _ = timed(name, cmd)
+        g.diag(f"{name}: direct: {label}: {secs:.2f} s = {link_secs / secs:.1%} of the link, identical "
+               f"{g.identical(src, f'{server_folder(name)}/d.bin')}")
+    mib = size // MiB
+    for ways in (2, 4):
+        part = -(-mib // ways)
+        script = " ".join(f"dd if={src} of={mnt}/d.bin bs=1M oflag=direct conv=notrunc status=none skip={i * part} "
+                          f"seek={i * part} count={part} &" for i in range(ways)) + " wait"
+        secs, _ = timed(name, ["sh", "-c", script])
+        g.diag(f"{name}: direct: {ways} x dd bs=1M side by side: {secs:.2f} s = {link_secs / secs:.1%} of the link, "
+               f"identical {g.identical(src, f'{server_folder(name)}/d.bin')}")
+
+
 def scenario_kio(name):
     """The small-file tree dropped through the KIO worker (kioclient copy onto sanecopy://MOUNT/, as root, who may
     write the share), beside sanecp's time for the same tree. Only when named (share-kio-FS): it checks the copy
@@ -723,6 +748,7 @@ def steps():
     out += [(f"share-stall-{n}", lambda n=n: scenario_stall(n)) for n in ("cifs", "nfs4")]
     out += [("share-drop-nfs4", scenario_drop), ("share-hard-nfs4", scenario_hard)]
     named = [(f"share-{what}-{n}", lambda n=n, f=f: f(n)) for what, f in (("trace", scenario_trace),
-                                                                           ("kio", scenario_kio)) for n in SHARES]
+                                                                           ("kio", scenario_kio),
+                                                                           ("direct", scenario_direct)) for n in SHARES]
     return out, named + [("share-drop-plain-nfs4", scenario_drop_plain),
                          ("share-drop-trace-nfs4", lambda: scenario_drop(trace=True))]
