@@ -19,8 +19,8 @@
 //
 // KIO may hand the setModificationTime() to another worker process than the copies (two jobs on sanecopy:/
 // at once): a process holding files holds the device's "held" lock, and waitForOthers() waits for that lock,
-// so setModificationTime() returns only once every process's files are on the device. A process holding files also holds the
-// device's writer lock (one writer per device), so another copy to the stick waits until they are settled.
+// so setModificationTime() returns only once every process's files are on the device. A process holding files also
+// holds the device's writer lock (one writer per device), so another copy to the stick waits until they are settled.
 //
 // Thread-safe: the idle settle runs on a thread of its own.
 #pragma once

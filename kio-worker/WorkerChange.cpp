@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Changing what is there: mkdir, del, rename, symlink, chmod and the times; each new or renamed name synced into its folder.
+// Changing what is there: mkdir, del, rename, symlink, chmod and the times; each new or renamed name synced into its
+// folder.
 #include "SaneCopyWorker.h"
 #include "WorkerSupport.h"
 

@@ -5,6 +5,7 @@ after the build (packaging/debian13.sh), and by `packaging/debian13.sh lint` alo
 
   rooms       no file includes a header of a room after its own (lint_rooms.py)
   format      every C++ file of the project and its tests as .clang-format lays it out
+  width       no line of them over 120 characters (clang-format leaves comments as they were written)
   lizard      no function over 60 lines or over cyclomatic complexity 15
   clang-tidy  the checks in .clang-tidy, every finding an error
   clazy       Qt's own pitfalls (level 1 and the manual checks named below) in the Qt code
@@ -46,6 +47,7 @@ QT_PARTS = ("ui/", "kio-worker/", "app/sanecopy_main.cpp")
 # pointer at start-up and no static uses another's value, which are the two things that check is about.
 CLAZY_CHECKS = "level1,no-non-pod-global-static,container-inside-loop,qstring-varargs,unneeded-cast,isempty-vs-count"
 LIZARD_VERSION = "1.24.3"
+WIDTH = 120  # .clang-format's ColumnLimit, for the comments it does not reflow
 BATCH = 8  # files per translation unit in a batch: 4-5 times faster than one by one, and enough batches for -j
 # A diagnostic as clang-tidy and clazy print it: "FILE:LINE:COL: warning: TEXT [CHECK,...]" (or error, fatal error).
 DIAGNOSTIC = re.compile(r"^.+?:\d+:\d+: (?:warning|error|fatal error): ")
@@ -213,6 +215,13 @@ def main():
               f"(clang-format -i fixes it)")
     print(f"lint: format: {len(sources)} files, {len(unformatted)} to reformat")
     failures += r.returncode != 0
+
+    wide = [(p, n) for p in sources for n, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1)
+            if len(line) > WIDTH]
+    for p, n in wide:
+        print(f"lint: width: {p.relative_to(src)}:{n} is over {WIDTH} characters")
+    print(f"lint: width: {len(wide)} lines over {WIDTH} characters")
+    failures += len(wide) > 0
 
     venv = cache / f"lizard-{LIZARD_VERSION}"
     if not (venv / "bin/lizard").exists():

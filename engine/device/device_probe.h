@@ -215,8 +215,9 @@ bool device_removed(int err, const DeviceInfo &info, std::string_view sysfs_root
 
 // |s| as the user should read it: when it failed on the destination because the device went away
 // (device_removed), the detail says "the device was removed before the copy finished" and the Status is marked
-// device_removed() (a Status marked so already only gets the words); anything else comes back as it was. A pulled stick's disk leaves sysfs a few hundred
-// milliseconds after the first EIO, so for a removable device that is waited for, up to |grace_seconds|.
+// device_removed() (a Status marked so already only gets the words); anything else comes back as it was. A pulled
+// stick's disk leaves sysfs a few hundred milliseconds after the first EIO, so for a removable device that is waited
+// for, up to |grace_seconds|.
 Status explain_device_loss(Status s, const DeviceInfo &info, std::string_view sysfs_root = "/sys",
                            double grace_seconds = 0.5);
 
@@ -250,9 +251,9 @@ struct RemovableMount {
 };
 
 // The removable block devices (probe_block_device's sense: the RMB bit, or a USB or MMC bus) mounted in |mounts|,
-// in mountinfo order; a device mounted twice is listed once, at its first mount of the whole filesystem. The label and model come from
-// udev's database under |udev_root| ("/run/udev/data"), the model else from sysfs; an empty |udev_root| reads
-// no udev records.
+// in mountinfo order; a device mounted twice is listed once, at its first mount of the whole filesystem. The label and
+// model come from udev's database under |udev_root| ("/run/udev/data"), the model else from sysfs; an empty |udev_root|
+// reads no udev records.
 std::vector<RemovableMount> removable_mounts(const std::vector<MountEntry> &mounts, std::string_view sysfs_root,
                                              std::string_view udev_root);
 // This process's removable mounts: /proc/self/mountinfo, /sys and /run/udev/data.

@@ -2,8 +2,9 @@
 //
 // The plan of a copy: every entry below each source, counted before the first byte is written, so the job
 // knows its total, and problems (names the target refuses, files too big for it, not enough space) are reported
-// up front. The entries are counted, not kept: the run walks the tree again, folder by folder. The walk opens folders with openat(O_NOFOLLOW|O_DIRECTORY) from pinned descriptors and never follows
-// a symlink, so links pointing out of the tree, or in loops, are just entries.
+// up front. The entries are counted, not kept: the run walks the tree again, folder by folder. The walk opens folders
+// with openat(O_NOFOLLOW|O_DIRECTORY) from pinned descriptors and never follows a symlink, so links pointing out of the
+// tree, or in loops, are just entries.
 #pragma once
 
 #include "destination.h"

@@ -13,8 +13,9 @@ namespace sanecopy {
 
 // A cold tree's inodes read ahead of a walk, on a few threads. The walk stats one entry at a time, and on a cold
 // cache each stat waits on the source disk, which could answer several at once: here a million files took 4.8 s
-// to walk from a cold cache on one thread, 2.5 s on four, and sanecp's first durable byte came about 1.5 s sooner. Nothing starts until the walk
-// has met kWarmAfterEntries entries, so a small tree costs no thread; the threads end with the warmer.
+// to walk from a cold cache on one thread, 2.5 s on four, and sanecp's first durable byte came about 1.5 s sooner.
+// Nothing starts until the walk has met kWarmAfterEntries entries, so a small tree costs no thread; the threads end
+// with the warmer.
 class TreeWarmer {
 public:
     explicit TreeWarmer(std::string root);
