@@ -32,6 +32,16 @@ void drop_read_pages(int fd, uint64_t off, uint64_t len)
 
 SourceResidency source_residency(int fd, uint64_t size, bool evict)
 {
+    struct stat st {};
+    if (sys().fstat(fd, &st) < 0)
+        st.st_uid = sys().geteuid(); // as before this check: the kernel's answers are believed
+    st.st_size = off_t(size);
+    return source_residency(fd, st, evict);
+}
+
+SourceResidency source_residency(int fd, const struct stat &st, bool evict)
+{
+    const uint64_t size = uint64_t(st.st_size);
     SourceResidency r;
     r.evict = evict && size > 0;
     if (!r.evict)
@@ -40,9 +50,7 @@ SourceResidency source_residency(int fd, uint64_t size, bool evict)
     // else mincore says every page is cached, and newer kernels refuse cachestat. Believed, that would keep
     // every page of a file the user only reads (another user's, root's, on a read-only mount) in the cache.
     // There the copy can't tell whose pages are whose and drops what it read, as for an uncached file.
-    struct stat st {};
-    const uid_t euid = sys().geteuid();
-    if (sys().fstat(fd, &st) == 0 && euid != 0 && st.st_uid != euid)
+    if (const uid_t euid = sys().geteuid(); euid != 0 && st.st_uid != euid)
         return r;
     // Most sources are not cached at all, and then one cachestat says so: every page will be ours to drop. One
     // cached whole (just written or read) has none to drop. Otherwise (or before Linux 6.5) mincore tells page by

@@ -58,6 +58,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <vector>
 
@@ -84,6 +85,9 @@ struct SourceResidency {
     std::optional<SharedSourceFile> shared;
 };
 SourceResidency source_residency(int fd, uint64_t size, bool evict);
+// The same for a source already fstat'ed (|st|: its owner and size), without asking again: a tree of small files
+// is opened and fstat'ed by the read-ahead, and a second fstat was one of the eighteen system calls a file took.
+SourceResidency source_residency(int fd, const struct stat &st, bool evict);
 
 class SourceCache {
 public:

@@ -33,7 +33,7 @@ std::shared_ptr<SourceShare> SourceShare::for_jobs(std::size_t jobs)
     return jobs > 1 ? std::make_shared<SourceShare>(unsigned(jobs), default_budget()) : nullptr;
 }
 
-SourceResidency SourceShare::open(unsigned member, const std::string &path, int fd, uint64_t size, bool evict)
+SourceResidency SourceShare::open(unsigned member, const std::string &path, int fd, const struct stat &st, bool evict)
 {
     bool taken = false;
     {
@@ -45,7 +45,7 @@ SourceResidency SourceShare::open(unsigned member, const std::string &path, int 
     // file takes a while); a second job opening the same file meanwhile keeps the first one's.
     std::optional<SourceResidency> own;
     if (!taken)
-        own = source_residency(fd, size, evict);
+        own = source_residency(fd, st, evict);
     std::lock_guard lock(mutex_);
     const std::shared_ptr<File> &file = entry(path);
     if (!file->residency_taken && own) {

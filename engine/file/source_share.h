@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <unordered_map>
 #include <vector>
 
@@ -39,9 +40,9 @@ public:
     // The group of |jobs| copies of the same sources with the default budget; none for a single copy.
     static std::shared_ptr<SourceShare> for_jobs(std::size_t jobs);
 
-    // The residency of |path|, opened as |fd| by |member| before its first read: the group's, taken now when
-    // |member| is the first to open it. The SourceCache made with it asks this group before dropping.
-    SourceResidency open(unsigned member, const std::string &path, int fd, uint64_t size, bool evict);
+    // The residency of |path|, opened as |fd| (|st| its fstat) by |member| before its first read: the group's, taken
+    // now when |member| is the first to open it. The SourceCache made with it asks this group before dropping.
+    SourceResidency open(unsigned member, const std::string &path, int fd, const struct stat &st, bool evict);
     // |member| is done with |path|. The last one to be done drops what was kept of it, if its own copy did not.
     void done(unsigned member, const std::string &path);
     // |member| needs nothing more: every file waiting for it is done for it.

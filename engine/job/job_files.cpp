@@ -61,8 +61,8 @@ Status JobRunner::open_source(FileTask &task, UniqueFd &in, struct stat &st)
         return Status::source(errno, "stat source", task.source);
     if (S_ISREG(st.st_mode)) {
         sys().fcntl_setfl(in.get(), O_RDONLY);
-        if (spec_.source_share)
-            task.residency = residency_of(task.source, in.get(), uint64_t(st.st_size));
+        // What of it was cached before the copy reads it, told by the stat just made: not asked again there.
+        task.residency = residency_of(task.source, in.get(), st);
     }
     return {};
 }

@@ -105,11 +105,11 @@ std::string JobRunner::target_rel(const std::string &rel) const
     return job_detail::target_rel(rel, spec_, device_.limits);
 }
 
-SourceResidency JobRunner::residency_of(const std::string &path, int fd, uint64_t size) const
+SourceResidency JobRunner::residency_of(const std::string &path, int fd, const struct stat &st) const
 {
     if (spec_.source_share)
-        return spec_.source_share->open(spec_.share_member, path, fd, size, session_.route.evict);
-    return source_residency(fd, size, session_.route.evict);
+        return spec_.source_share->open(spec_.share_member, path, fd, st, session_.route.evict);
+    return source_residency(fd, st, session_.route.evict);
 }
 
 std::string JobRunner::already_there_note() const

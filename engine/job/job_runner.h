@@ -244,7 +244,7 @@ public:
     // in |dirs| (a cache of the source's folders of its own, so the copy's stays on its path).
     // |residency_of|: what of the file at |rel| (below the item's source) was cached, taken before it is read;
     // called on the read-ahead's thread. The first one given is kept for the walk.
-    using ResidencyOf = std::function<SourceResidency(const std::string &rel, int fd, uint64_t size)>;
+    using ResidencyOf = std::function<SourceResidency(const std::string &rel, int fd, const struct stat &st)>;
     void fill(ItemEntries &entries, DirCache &dirs, uint64_t small_limit, const ResidencyOf &residency_of);
     // The source of the walk's entry |index| when it was read ahead; those before it the copy passed over go.
     // Waits while the thread is opening it or one before it.
@@ -358,7 +358,7 @@ private:
     // The note of a file an interrupted copy left complete: "already on the device" (or "on the share").
     std::string already_there_note() const;
     // What of the source at |path| was cached before this job (or its group: JobSpec::source_share) read it.
-    SourceResidency residency_of(const std::string &path, int fd, uint64_t size) const;
+    SourceResidency residency_of(const std::string &path, int fd, const struct stat &st) const;
 
     // The job.
     // The plan, counted first, or resolved only while its walk goes on beside the run (JobSpec::count_while_copying).

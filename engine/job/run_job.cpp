@@ -332,13 +332,13 @@ void JobRunner::walk_item(ItemWalk &walk)
         // Small files go into the batch only where it syncs (syncs()): only those are read ahead.
         if (syncs())
             walk.prefetch.fill(walk.entries, walk.prefetch_dirs, spec_.small_file_limit,
-                               [this, &walk](const std::string &rel, int fd, uint64_t size) {
+                               [this, &walk](const std::string &rel, int fd, const struct stat &st) {
                                    // The path only names the file to a group (source_share.h): not built per
                                    // file for a job alone.
                                    return spec_.source_share
                                               ? residency_of(join(strip_trailing_slashes(walk.plan.item.source), rel),
-                                                             fd, size)
-                                              : source_residency(fd, size, session_.route.evict);
+                                                             fd, st)
+                                              : source_residency(fd, st, session_.route.evict);
                                });
         const PlanEntry &entry = walk.entries.current();
         if (walk.failed_dir && below(entry.rel, *walk.failed_dir)) {

@@ -162,7 +162,7 @@ std::optional<SourcePrefetch::Source> SourcePrefetch::open_one(const Request &r)
         return std::nullopt;
     sys().fcntl_setfl(s.fd.get(), O_RDONLY);
     // What was cached before this read-ahead, or its pages would pass for someone else's and stay.
-    s.residency = residency_of_(r.rel, s.fd.get(), uint64_t(s.st.st_size));
+    s.residency = residency_of_(r.rel, s.fd.get(), s.st);
     sys().fadvise(s.fd.get(), 0, s.st.st_size, POSIX_FADV_WILLNEED);
     return s;
 }

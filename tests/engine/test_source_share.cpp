@@ -10,6 +10,7 @@
 #include "test_support.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -25,7 +26,9 @@ void pass(SourceShare &share, unsigned member, const std::string &path, bool don
 {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     REQUIRE(fd.valid());
-    SourceCache cache(fd.get(), kSize, share.open(member, path, fd.get(), kSize, true));
+    struct stat st {};
+    REQUIRE(::fstat(fd.get(), &st) == 0);
+    SourceCache cache(fd.get(), kSize, share.open(member, path, fd.get(), st, true));
     std::vector<char> buf(MiB);
     for (uint64_t off = 0; off < kSize; off += MiB) {
         REQUIRE(::pread(fd.get(), buf.data(), buf.size(), off_t(off)) == ssize_t(MiB));

@@ -309,6 +309,50 @@ TEST_CASE_METHOD(Faulted, "small files: the next sources are read ahead of the c
     }
 }
 
+TEST_CASE("small files: a source is fstat'ed once, and one whose residency the kernel hides is dropped behind")
+{
+    // Run by someone who neither owns the files nor is root: the kernel's mincore then says every page is cached.
+    // The owner comes from the fstat that opened the file (a second one was one of a file's eighteen calls).
+    struct Hidden : FaultSyscalls {
+        std::string sources;
+        std::atomic<int> source_fstats {0};
+        uid_t raw_geteuid() override { return 4242; }
+        int raw_mincore(void *, size_t len, unsigned char *vec) override
+        {
+            std::memset(vec, 1, (len + 4095) / 4096);
+            return 0;
+        }
+        int raw_fstat(int fd, struct stat *st) override
+        {
+            char link[4096];
+            const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link, sizeof link);
+            if (n > 0 && std::string(link, size_t(n)).rfind(sources, 0) == 0)
+                ++source_fstats;
+            return FaultSyscalls::raw_fstat(fd, st);
+        }
+    } hidden;
+    TempDir t;
+    mkdir_p(t / "tree");
+    hidden.sources = t / "tree/f";
+    for (int f = 0; f < 20; ++f) {
+        write_pattern_file(t / ("tree/f" + std::to_string(f)), 6000, unsigned(f));
+        evict(t / ("tree/f" + std::to_string(f)));
+    }
+    mkdir_p(t / "out");
+    {
+        ScopedSyscalls seam(hidden);
+        REQUIRE(run_job(spec_of({t / "tree"}, t / "out")).summary.ok());
+    }
+    CHECK(hidden.source_fstats.load() == 20);
+    for (int f = 0; f < 20; ++f) {
+        const std::string name = "f" + std::to_string(f);
+        INFO(name);
+        CHECK(residency(t / ("tree/" + name)) < 0.05);
+        CHECK(residency(t / ("out/tree/" + name)) < 0.05);
+        CHECK(read_file(t / ("out/tree/" + name)) == read_file(t / ("tree/" + name)));
+    }
+}
+
 TEST_CASE_METHOD(
     Faulted, "small files: a durable group is renamed off the job's thread and a failed rename fails that file alone")
 {
