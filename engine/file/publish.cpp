@@ -91,6 +91,7 @@ PartFile &PartFile::operator=(PartFile &&other) noexcept
         owned_ = std::exchange(other.owned_, false);
         created_bits_ = other.created_bits_;
         committed_ = std::exchange(other.committed_, false);
+        read_only_ = std::exchange(other.read_only_, false);
     }
     return *this;
 }

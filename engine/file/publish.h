@@ -92,13 +92,16 @@ public:
     Status close_fd();
     // The descriptor itself, for a caller that closes it elsewhere (background_closer.h); the name stays owned.
     UniqueFd take_fd() { return std::move(fd_); }
-    // Holds |fd|, another descriptor on the same part file, from now on, and returns the one held until now: for a
-    // caller that closes the written descriptor early and syncs the file through a read-only one (fill_part()).
+    // Holds |fd|, a read-only descriptor on the same part file, from now on, and returns the one held until now:
+    // for a caller that closes the written descriptor early and syncs the file through the other (fill_part()).
     UniqueFd exchange_fd(UniqueFd fd)
     {
         std::swap(fd_, fd);
+        read_only_ = true;
         return fd;
     }
+    // Whether the descriptor held is the read-only one exchange_fd() gave: its close never waits for the device.
+    bool holds_read_only() const { return read_only_; }
 
 private:
     // A part file object for |name| in |dir|, with nothing opened yet.
@@ -111,7 +114,8 @@ private:
     std::string dir_path_;
     bool owned_ = false; // the part file exists and is ours to remove
     bool committed_ = false;
-    int created_bits_ = -1; // the permission bits it got at creation (umask applied); -1: unknown
+    bool read_only_ = false; // exchange_fd()
+    int created_bits_ = -1;  // the permission bits it got at creation (umask applied); -1: unknown
 };
 
 // The bits a part file is created with for a source of |mode|: its permission bits, without set-user/group-ID

@@ -310,9 +310,10 @@ Status JobRunner::publish_big(const FileTask &task, int in, PartFile &part, uint
     std::string final_name;
     if (Status ps = publish(part, steps, &final_name); !ps)
         return part.committed() ? ps : part_failed(part, std::move(ps)); // a failed folder sync comes after the rename
-    // Durable under its name: the close's 100 ms sleep need not be waited for. (Mostly the read-only descriptor,
-    // the written one gone with the last byte: fill_part.)
-    if (closer_)
+    // Durable under its name: the close's 100 ms sleep need not be waited for. Unless the written descriptor went
+    // with the last byte (fill_part): a read-only one's close does not sleep, and the closer would start a thread
+    // for it beside the one still sleeping; it is closed with the part file then.
+    if (closer_ && !part.holds_read_only())
         closer_->close(part.take_fd());
     std::string notes = task.note;
     if (start > 0)

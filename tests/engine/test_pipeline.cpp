@@ -601,7 +601,8 @@ TEST_CASE("a big file on a vfat flush mount: written descriptor closed with its 
 {
     struct Ordered : FlushMount {
         std::atomic<int> seq {0}, last_write {0}, last_written_wait {0}, last_other_wait {0}, last_other_sync {0},
-            closed_at {0};
+            closed_at {0}, read_only_closes_here {0}, read_only_closes_elsewhere {0};
+        std::set<int> read_only_fds; // the part file opened for reading, by descriptor
         bool is_written(int fd)
         {
             std::lock_guard lock(mutex);
@@ -657,10 +658,26 @@ TEST_CASE("a big file on a vfat flush mount: written descriptor closed with its 
             waited(fd, true);
             return FlushMount::raw_syncfs(fd);
         }
+        int raw_openat(int dirfd, const char *path, int flags, mode_t mode) override
+        {
+            const int fd = FlushMount::raw_openat(dirfd, path, flags, mode);
+            if (fd >= 0 && (flags & O_ACCMODE) == O_RDONLY && std::string_view(path).ends_with(".part")) {
+                std::lock_guard lock(mutex);
+                read_only_fds.insert(fd);
+            }
+            return fd;
+        }
         int raw_close(int fd) override
         {
             if (is_written(fd))
                 closed_at = ++seq;
+            bool read_only = false;
+            {
+                std::lock_guard lock(mutex);
+                read_only = read_only_fds.erase(fd) > 0;
+            }
+            if (read_only)
+                ++(std::this_thread::get_id() == job_thread ? read_only_closes_here : read_only_closes_elsewhere);
             return FlushMount::raw_close(fd);
         }
     };
@@ -692,6 +709,9 @@ TEST_CASE("a big file on a vfat flush mount: written descriptor closed with its 
     // The stick is not busy once the job says "done": the close is over by then.
     CHECK(closed_at_done == 1);
     CHECK(counters.durable_bytes.load() == uint64_t(24) << 20);
+    // A read-only descriptor's close does not sleep: closed by the job, not on a thread of the closer's.
+    CHECK(fs.read_only_closes_here.load() == 1);
+    CHECK(fs.read_only_closes_elsewhere.load() == 0);
 }
 
 TEST_CASE("a big file on a vfat flush mount: its data sync failing after the written descriptor went is said, the "
