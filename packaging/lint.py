@@ -232,7 +232,8 @@ def main():
             return 1
     r = run([str(venv / "bin/lizard"), "-C", "15", "-L", "60", "-w", *[str(src / p) for p in PARTS]])
     print(r.stdout, end="")
-    print(f"lint: lizard: {'no function over 60 lines or CCN 15' if r.returncode == 0 else 'functions too long or too complex'}")
+    verdict = "no function over 60 lines or CCN 15" if r.returncode == 0 else "functions too long or too complex"
+    print(f"lint: lizard: {verdict}")
     failures += r.returncode != 0
 
     todo = units(src, build)
@@ -242,7 +243,8 @@ def main():
     every_header = project_headers_digest(src)
     deps = included_files(src, build)
     # Its comments can't change a verdict: only the settings are in the key.
-    tidy_config = b"\n".join(l for l in (src / ".clang-tidy").read_bytes().splitlines() if not l.lstrip().startswith(b"#"))
+    tidy_lines = (src / ".clang-tidy").read_bytes().splitlines()
+    tidy_config = b"\n".join(l for l in tidy_lines if not l.lstrip().startswith(b"#"))
     tidy_version = tool_version("clang-tidy")
 
     def key(tool, version, config):
