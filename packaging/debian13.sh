@@ -421,7 +421,8 @@ make_vm_image() {
     leave
     rm -rf "$v/sanecopy-vm"
     mkdir -p "$v/sanecopy-vm" "$cache/vm"
-    cp "$here/tests/vm/init.sh" "$here/tests/vm/guest.py" "$here/tests/vm/shares.py" "$v/sanecopy-vm/"
+    cp "$here/tests/vm/init.sh" "$here/tests/vm/guest.py" "$here/tests/vm/shares.py" \
+        "$here/tests/vm/commit_probe.py" "$v/sanecopy-vm/"
     # The program the guest drives SaneCopy's window through (tests/vm/gui_driver.cpp), from this build.
     cp "$cache/root/build/tests/vm/sanecopy-vm-gui" "$v/sanecopy-vm/"
     chmod 755 "$v/sanecopy-vm/init.sh"

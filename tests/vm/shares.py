@@ -413,6 +413,31 @@ def scenario_direct(name):
                f"identical {g.identical(src, f'{server_folder(name)}/d.bin')}")
 
 
+def scenario_commit(name):
+    """Whether a window of a file written onto the share can be known durable sooner than a sync of its range says:
+    tests/vm/commit_probe.py writes the big file as sanecp does, once waiting for each window's msync, once
+    dropping the oldest windows' pages and counting what is left (the NFS client keeps a page until a COMMIT
+    covering it has come back), and sanecp beside them. Only when named (share-commit-FS): it checks nothing."""
+    src = g.big_source()
+    size = os.path.getsize(src)
+    mnt = share(name)
+    link_secs = size / LINK_BYTES_PER_SEC
+    probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "commit_probe.py")
+    for mode in ("msync", "evict", "msync", "evict"):
+        clear(name)
+        g.drop_caches()
+        t0 = time.monotonic()
+        with DirtySampler() as s, LinkTimeline() as line:
+            out = g.run(["python3", probe, mode, src, f"{mnt}/p.bin"]).stdout.strip()
+        secs = time.monotonic() - t0
+        g.diag(f"{name}: commit: {mode}: {line.summary(t0, t0 + secs)}")
+        g.diag(f"{name}: commit: {mode}: {secs:.2f} s = {link_secs / secs:.1%} of the link, peak "
+               f"{s.peak / MiB:.1f} MiB, identical {g.identical(src, f'{server_folder(name)}/p.bin')}; {out}")
+    rc, secs, peak, ahead, _, _ = sanecp(name, src)
+    g.diag(f"{name}: commit: sanecp: rc {rc}, {secs:.2f} s = {link_secs / secs:.1%} of the link, peak "
+           f"{peak / MiB:.1f} MiB, lead {ahead / MiB:+.1f} MiB")
+
+
 def scenario_kio(name):
     """The small-file tree dropped through the KIO worker (kioclient copy onto sanecopy://MOUNT/, as root, who may
     write the share), beside sanecp's time for the same tree. Only when named (share-kio-FS): it checks the copy
@@ -749,6 +774,7 @@ def steps():
     out += [("share-drop-nfs4", scenario_drop), ("share-hard-nfs4", scenario_hard)]
     named = [(f"share-{what}-{n}", lambda n=n, f=f: f(n)) for what, f in (("trace", scenario_trace),
                                                                            ("kio", scenario_kio),
-                                                                           ("direct", scenario_direct)) for n in SHARES]
+                                                                           ("direct", scenario_direct),
+                                                                           ("commit", scenario_commit)) for n in SHARES]
     return out, named + [("share-drop-plain-nfs4", scenario_drop_plain),
                          ("share-drop-trace-nfs4", lambda: scenario_drop(trace=True))]
