@@ -187,6 +187,12 @@ WritebackMode choose_writeback(unsigned long fs_magic, std::string_view fs_type)
 // device to unplug, and a stall is the link's or the server's.
 bool is_network_share(const DeviceInfo &device);
 
+// Pure: whether a page written to |device| stays in the page cache until the server has it on stable storage, so
+// that a written range none of whose pages is left after a drop (POSIX_FADV_DONTNEED) is durable there. Linux's NFS
+// client (nfs, nfs4) keeps each page it sent as an UNSTABLE write until a COMMIT covering it came back: its
+// release_folio refuses such a page to any caller that may not wait, as a drop may not.
+bool evicted_means_committed(const DeviceInfo &device);
+
 // Pure: whether a file's space is reserved before its first byte (reserve_space, fallocate KEEP_SIZE), so a
 // device filled since the plan looked is found then, not at 97 %. Not on tmpfs (memory), nor on a share (the
 // server allocates as the bytes come, and NFS's ALLOCATE is one more round trip before the first byte), nor on

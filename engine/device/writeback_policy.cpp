@@ -159,6 +159,11 @@ bool is_network_share(const DeviceInfo &device)
     return (device.fs_type == "fuse" || device.fs_type == "fuseblk") && contains(kNetworkFuse, device.fs_subtype);
 }
 
+bool evicted_means_committed(const DeviceInfo &device)
+{
+    return device.writeback == WritebackMode::ChunkSync && (device.fs_type == "nfs" || device.fs_type == "nfs4");
+}
+
 bool reserves_space_up_front(const DeviceInfo &device)
 {
     return device.writeback != WritebackMode::None && !is_network_share(device) &&

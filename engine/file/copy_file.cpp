@@ -60,6 +60,7 @@ CopyRoute choose_route(const DeviceInfo &dest, dev_t source_dev)
     route.clone_chain = (same_fs || fast_fixed) && !route.write_through;
     route.evict = true;
     route.direct_writes = takes_direct_writes(dest);
+    route.evicted_means_committed = evicted_means_committed(dest);
     // A small file's own writeback, by what the device is (choose_small_file_writeback, device_probe.h).
     const SmallFileWriteback small = choose_small_file_writeback(dest);
     route.small_file_writeback = small.per_file;
@@ -326,6 +327,8 @@ public:
         data_end_ = sparse_ ? start : size;
         if (session.route.direct_writes && session.direct_works && !mover_.use_direct())
             session.direct_works = false;
+        if (session.route.evicted_means_committed)
+            windows_.count_evicted_as_committed();
     }
 
     Status run()

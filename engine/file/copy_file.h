@@ -43,6 +43,9 @@ struct CopyRoute {
     // in the VM took 18.7 s for 120 MiB by sendfile, dd 14.6 s. The daemon answers a write before the server has
     // it, so each window is still made durable by a sync of its own (WritebackMode::ChunkSync).
     bool direct_writes = false;
+    // NFS (evicted_means_committed()): a window the copy waits for also counts as durable once the page cache holds
+    // none of its pages (WritebackWindows::count_evicted_as_committed()).
+    bool evicted_means_committed = false;
 };
 
 inline constexpr std::size_t kWriteThroughBuffer = 4 << 20;

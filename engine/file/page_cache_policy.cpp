@@ -256,7 +256,7 @@ Status WritebackWindows::submit(uint64_t off, uint64_t len, unsigned max_windows
     if (Status s = take_synced(durable); !s)
         return s;
     while (queue_.size() > max_windows) {
-        if (Status s = wait_oldest(durable); !s)
+        if (Status s = wait_oldest(durable, evicted_means_committed_); !s)
             return s;
     }
     return {};
@@ -289,7 +289,14 @@ Status WritebackWindows::take_synced(uint64_t &durable)
     }
 }
 
-Status WritebackWindows::wait_oldest(uint64_t &durable)
+// Onto NFS the helper's sync of a window returned only when the link paused. Linux's NFS client sends a COMMIT
+// of its own as each batch of writes is answered, and an fsync of any range returns only once no COMMIT of the
+// file is out: while the copy kept the link busy there always was one, so the windows became durable in bursts,
+// 24 MiB at a time every 2.5 s, each after the link had run dry (tests/vm/shares.py, share-commit-nfs4: idle 0.29-
+// 0.34 s in 4-5 stretches for 120 MiB). Those COMMITs come back all the while, and a page they covered is
+// the only kind a drop can take: looked at that way (tests/vm/commit_probe.py) the windows became durable every
+// 0.2-0.4 s, and the link never idled (0.00 s).
+Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
 {
     const Window w = queue_.front();
     if (mode_ == WritebackMode::Windows) {
@@ -298,10 +305,20 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
             return Status::destination(errno, "sync_file_range", path_);
     } else {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [this] { return synced_ > waited_ || sync_error_; });
+        const auto synced = [this] { return synced_ > waited_ || sync_error_; };
+        bool committed = false;
+        if (!may_look)
+            wake_.wait(lock, synced);
+        while (!committed && !wake_.wait_for(lock, kCommitLook, synced)) {
+            lock.unlock();
+            committed = none_left_cached(w);
+            lock.lock();
+        }
         if (sync_error_)
             return Status::destination(sync_error_, sync_error_op_, path_);
         ++waited_;
+        if (committed && control_)
+            control_->beat(); // the share answered for these bytes
     }
     queue_.pop_front();
     pending_bytes_ -= w.len;
@@ -311,6 +328,21 @@ Status WritebackWindows::wait_oldest(uint64_t &durable)
     const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
     sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);
     return {};
+}
+
+// Drops what the page cache may of |w| (and of a large folio reaching into it from before) and tells whether
+// nothing of it is left. False when cachestat can't say (before Linux 6.5): then the copy waits for the sync.
+// Nor while any page of the file is dirty: a drop first starts the writeback of the file's dirty pages, and onto a
+// share that stopped answering that waits for the client's congestion to clear and sends again what had failed
+// (share-drop-nfs4: a copy that gave up 52-56 s after the link went hung instead, and was killed after 176 s).
+bool WritebackWindows::none_left_cached(const Window &w) const
+{
+    if (const std::optional<PageCacheStat> file = cachestat(fd_); !file || file->dirty > 0)
+        return false;
+    const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
+    sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);
+    const std::optional<PageCacheStat> left = cachestat(fd_, w.off, w.len);
+    return left && left->cached == 0;
 }
 
 std::optional<uint64_t> WritebackWindows::forget_unsynced()

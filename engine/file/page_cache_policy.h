@@ -52,6 +52,7 @@
 #include "result.h"
 #include "source_share.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -130,6 +131,12 @@ public:
     // ChunkSync: starts the writeback of [off, off+len), a piece of the chunk being written, before the chunk is
     // handed over whole. Nothing in the other modes.
     void start_piece(uint64_t off, uint64_t len);
+    // ChunkSync onto NFS (evicted_means_committed()): while submit() waits for the oldest window, that window also
+    // counts as durable as soon as the page cache holds none of its pages after a drop, looked at every
+    // kCommitLook. The helper's sync of it still runs, and reports any failure. Not in drain(): the copy's last
+    // bytes are known durable by a sync that returned.
+    void count_evicted_as_committed() { evicted_means_committed_ = true; }
+    static constexpr std::chrono::milliseconds kCommitLook {10};
     // Waits for every queued window. Adds their bytes to |durable|.
     Status drain(uint64_t &durable);
     // Bytes handed over but not yet known durable.
@@ -144,7 +151,8 @@ private:
         uint64_t off;
         uint64_t len;
     };
-    Status wait_oldest(uint64_t &durable);
+    Status wait_oldest(uint64_t &durable, bool may_look = false);
+    bool none_left_cached(const Window &w) const;
     Status take_synced(uint64_t &durable);
     Status start_sync_thread();
     void sync_loop();
@@ -167,6 +175,7 @@ private:
     int sync_error_ = 0;
     const char *sync_error_op_ = "";
     bool stop_ = false;
+    bool evicted_means_committed_ = false;
     // The syncer's own: a read-only shared map of the file for msync, grown as the file does; none when the file
     // can't be mapped (then fdatasync).
     void *map_ = nullptr;

@@ -160,6 +160,8 @@ Result<StreamWriter> StreamWriter::create(const std::string &target, const Strea
         w.reserved_ = *options.expected_size;
     }
     w.windows_ = std::make_unique<WritebackWindows>(w.part_.fd(), w.device_.writeback, t->display);
+    if (evicted_means_committed(w.device_))
+        w.windows_->count_evicted_as_committed();
     w.plan_ = plan_chunks(0, w.limits_);
     if (share)
         w.meter_.measure_first_over(share_first_rate_bytes(w.limits_));

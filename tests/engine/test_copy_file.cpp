@@ -11,15 +11,20 @@
 #include "job_runner.h"
 #include "page_cache_policy.h"
 #include "publish.h"
+#include "sysmon.h"
 #include "test_support.h"
 
 #include <algorithm>
 #include <fcntl.h>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 using namespace sanecopy;
@@ -372,6 +377,97 @@ TEST_CASE_METHOD(Faulted, "copy file to file: onto a share a sync's return is a 
     CHECK_FALSE(failed.drain(none).ok());
     CHECK(failing.beats() == 0);
     CHECK(none == 0);
+}
+
+namespace {
+
+// Every msync waits until let_go(): an NFS client's fsync while other COMMITs of the file are out.
+struct HeldSyncs : FaultSyscalls {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool released = false;
+    int raw_msync(void *addr, size_t len, int flags) override
+    {
+        {
+            std::unique_lock lock(mutex);
+            cv.wait(lock, [this] { return released; });
+        }
+        return FaultSyscalls::raw_msync(addr, len, flags);
+    }
+    void let_go()
+    {
+        {
+            std::lock_guard lock(mutex);
+            released = true;
+        }
+        cv.notify_all();
+    }
+};
+
+} // namespace
+
+TEST_CASE("copy file to file: onto NFS a window with none of its pages left cached counts durable before its sync "
+          "returns")
+{
+    // The NFS client returns a sync only once no COMMIT of the file is out, which while the copy keeps the link busy
+    // comes in pauses of the link; a drop takes only the pages a COMMIT came back for. Here the helper's syncs are
+    // held until the end, and pages a local filesystem has written out stand for committed ones.
+    TempDir t;
+    UniqueFd fd(::open((t / "dst").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(fd.get() >= 0);
+    const std::string bytes(MiB, 'x');
+    if (!cachestat(fd.get())) {
+        WARN("cachestat unavailable (Linux before 6.5): a copy onto NFS waits for its syncs; skipped");
+        return;
+    }
+    if (struct statfs fs {}; ::statfs(t.path().c_str(), &fs) == 0 && fs.f_type == TMPFS_MAGIC) {
+        WARN("the temp folder " << t.path() << " is a tmpfs, whose pages no drop takes; skipped");
+        return;
+    }
+    // 8 windows of 1 MiB, each written and handed over (as a copy does: nothing of the file is dirty while it waits),
+    // at most 2 queued: whether all were handed over before any sync returned.
+    // |dirty_ahead|: the whole file written first, its later windows still dirty while the first are waited for.
+    auto copy = [&](bool evicted_means_committed, uint64_t &durable, JobControl &control, bool dirty_ahead = false) {
+        for (uint64_t i = 0; dirty_ahead && i < 8; ++i)
+            REQUIRE(::pwrite(fd.get(), bytes.data(), MiB, off_t(i * MiB)) == ssize_t(MiB));
+        HeldSyncs held;
+        ScopedSyscalls seam(held);
+        WritebackWindows windows(fd.get(), WritebackMode::ChunkSync, "dst", &control);
+        if (evicted_means_committed)
+            windows.count_evicted_as_committed();
+        std::atomic<bool> handed_over {false}, failed {false};
+        std::thread copier([&] {
+            for (uint64_t i = 0; i < 8 && !failed; ++i)
+                failed = (!dirty_ahead && ::pwrite(fd.get(), bytes.data(), MiB, off_t(i * MiB)) != ssize_t(MiB)) ||
+                         !windows.submit(i * MiB, MiB, 2, durable).ok();
+            handed_over = true;
+        });
+        for (int i = 0; i < 200 && !handed_over; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const bool before_any_sync = handed_over && held.msyncs_returned == 0;
+        held.let_go();
+        copier.join();
+        CHECK_FALSE(failed);
+        CHECK(windows.drain(durable).ok());
+        CHECK(held.msync_calls > 0); // synced all the same, for what a sync reports
+        return before_any_sync;
+    };
+    uint64_t durable = 0;
+    JobControl control;
+    CHECK(copy(true, durable, control));
+    CHECK(durable == 8 * MiB);
+    CHECK(control.beats() >= 6); // each window taken that way is a sign of life of the share
+    // Anywhere else a window counts once its sync returned (cifs: a page written out is not yet flushed).
+    uint64_t elsewhere = 0;
+    JobControl other;
+    CHECK_FALSE(copy(false, elsewhere, other));
+    CHECK(elsewhere == 8 * MiB);
+    // Nor while a page of the file is dirty: the drop would start its writeback, which waits on a share that
+    // stopped answering.
+    uint64_t dirty = 0;
+    JobControl third;
+    CHECK_FALSE(copy(true, dirty, third, true));
+    CHECK(dirty == 8 * MiB);
 }
 
 TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode on a file that can't be mapped syncs it whole")

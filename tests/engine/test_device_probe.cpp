@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "catch.h"
 
+#include "copy_file.h"
 #include "device_probe.h"
 #include "sys.h"
 #include "test_paths.h"
@@ -471,6 +472,33 @@ TEST_CASE("is_network_share: SMB, NFS and network folders through FUSE, not a st
     CHECK_FALSE(share("vfat"));
     CHECK_FALSE(share("ext4"));
     CHECK_FALSE(share("tmpfs"));
+}
+
+TEST_CASE("evicted_means_committed: only Linux's NFS client, whose written pages stay until committed",
+          "[device_probe]")
+{
+    const auto evicted = [](const char *type, const char *subtype = "") {
+        DeviceInfo d;
+        d.fs_type = type;
+        d.fs_subtype = subtype;
+        d.writeback = choose_writeback(0, type);
+        return evicted_means_committed(d);
+    };
+    CHECK(evicted("nfs"));
+    CHECK(evicted("nfs4"));
+    // A page written out is not yet flushed by the SMB server, nor by sshfs's; on a stick, not yet on its medium.
+    for (const char *type : {"cifs", "smb3", "9p", "ext4", "vfat", "tmpfs"}) {
+        CAPTURE(type);
+        CHECK_FALSE(evicted(type));
+    }
+    CHECK_FALSE(evicted("fuse", "sshfs"));
+    // And the route a copy onto NFS takes says so.
+    DeviceInfo nfs;
+    nfs.fs_type = "nfs4";
+    nfs.writeback = WritebackMode::ChunkSync;
+    CHECK(choose_route(nfs, 0).evicted_means_committed);
+    nfs.fs_type = "cifs";
+    CHECK_FALSE(choose_route(nfs, 0).evicted_means_committed);
 }
 
 TEST_CASE("reserves_space_up_front: on ext4, exFAT and NTFS, not on FAT, a share or tmpfs", "[device_probe]")
