@@ -379,8 +379,10 @@ private:
     }
     bool write_again(const Status &s)
     {
+        // Not onto NFS, where nothing says "try again", and a window may have been counted durable before its sync
+        // (WritebackWindows::count_evicted_as_committed()): what to write again would not start early enough.
         if (!says_try_again(s) || session_.route.writeback != WritebackMode::ChunkSync || sparse_ ||
-            writes_handed_over_)
+            writes_handed_over_ || session_.route.evicted_means_committed)
             return false;
         if (result_.durable > durable_at_write_again_)
             written_again_ = 0;

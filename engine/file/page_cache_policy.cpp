@@ -295,7 +295,11 @@ Status WritebackWindows::take_synced(uint64_t &durable)
 // 24 MiB at a time every 2.5 s, each after the link had run dry (tests/vm/shares.py, share-commit-nfs4: idle 0.29-
 // 0.34 s in 4-5 stretches for 120 MiB). Those COMMITs come back all the while, and a page they covered is
 // the only kind a drop can take: looked at that way (tests/vm/commit_probe.py) the windows became durable every
-// 0.2-0.4 s, and the link never idled (0.00 s).
+// 0.2-0.4 s, and the link never idled (0.00 s). The client also lets go of a page whose WRITE or COMMIT failed (a
+// soft mount timing out, a full share), the failure noted on the file: a window can be counted so just before the
+// helper's sync reports that failure, and the copy ends with it (its part file kept, a resume comparing every
+// byte). The look backs off while nothing changes (kCommitLook doubled up to kCommitLookMost): a drop that finds
+// pages still uncommitted drains every CPU's page lists, and a stalled share has none to give up for a long time.
 Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
 {
     const Window w = queue_.front();
@@ -309,7 +313,8 @@ Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
         bool committed = false;
         if (!may_look)
             wake_.wait(lock, synced);
-        while (!committed && !wake_.wait_for(lock, kCommitLook, synced)) {
+        for (auto look = kCommitLook; !committed && !wake_.wait_for(lock, look, synced);
+             look = std::min(look * 2, kCommitLookMost)) {
             lock.unlock();
             committed = none_left_cached(w);
             lock.lock();
@@ -338,6 +343,9 @@ Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
 bool WritebackWindows::none_left_cached(const Window &w) const
 {
     if (const std::optional<PageCacheStat> file = cachestat(fd_); !file || file->dirty > 0)
+        return false;
+    // A page still being sent (its WRITE not answered) is certainly not committed: no drop for it.
+    if (const std::optional<PageCacheStat> window = cachestat(fd_, w.off, w.len); !window || window->writeback > 0)
         return false;
     const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
     sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);

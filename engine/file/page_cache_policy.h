@@ -115,7 +115,8 @@ private:
 class WritebackWindows {
 public:
     // |path| is only for error messages. |control|, if given, gets a beat (stall_watch.h) each time the ChunkSync
-    // helper's sync returns: the share has confirmed bytes then, though the copy's thread counts them only when it
+    // helper's sync returns, or a window is found committed (count_evicted_as_committed()): the share has confirmed
+    // bytes then, though the copy's thread counts them only when it
     // next hands a chunk over, which a client throttling writes to a dead link can hold back for seconds. Counted
     // late, they restart the stall clock late: share-stall-cifs once saw 7.4 MiB counted 4.9 s into a stall,
     // together with the copy's next chunk, and "not responding" 12 s after the cut instead of 7.
@@ -136,7 +137,7 @@ public:
     // kCommitLook. The helper's sync of it still runs, and reports any failure. Not in drain(): the copy's last
     // bytes are known durable by a sync that returned.
     void count_evicted_as_committed() { evicted_means_committed_ = true; }
-    static constexpr std::chrono::milliseconds kCommitLook {10};
+    static constexpr std::chrono::milliseconds kCommitLook {10}, kCommitLookMost {40};
     // Waits for every queued window. Adds their bytes to |durable|.
     Status drain(uint64_t &durable);
     // Bytes handed over but not yet known durable.
