@@ -296,10 +296,10 @@ Status WritebackWindows::take_synced(uint64_t &durable)
 // 0.34 s in 4-5 stretches for 120 MiB). Those COMMITs come back all the while, and a page they covered is
 // the only kind a drop can take: looked at that way (tests/vm/commit_probe.py) the windows became durable every
 // 0.2-0.4 s, and the link never idled (0.00 s). The client also lets go of a page whose WRITE or COMMIT failed (a
-// soft mount timing out, a full share), the failure noted on the file: a window can be counted so just before the
-// helper's sync reports that failure, and the copy ends with it (its part file kept, a resume comparing every
-// byte). The look backs off while nothing changes (kCommitLook doubled up to kCommitLookMost): a drop that finds
-// pages still uncommitted drains every CPU's page lists, and a stalled share has none to give up for a long time.
+// soft mount timing out, a full share), the failure noted on the file before: none_left_cached() asks for it, so
+// such a window fails the copy instead of letting it write on into a share that is gone. The look backs off while
+// nothing changes (kCommitLook doubled up to kCommitLookMost): a drop that finds pages still uncommitted drains
+// every CPU's page lists, and a stalled share has none to give up for a long time.
 Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
 {
     const Window w = queue_.front();
@@ -336,11 +336,13 @@ Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
 }
 
 // Drops what the page cache may of |w| (and of a large folio reaching into it from before) and tells whether
-// nothing of it is left. False when cachestat can't say (before Linux 6.5): then the copy waits for the sync.
+// nothing of it is left, and no write of the file failed. False when cachestat can't say (before Linux 6.5): then
+// the copy waits for the sync. A failure is taken from the file here (sync_file_range waiting for the window's
+// writeback, none left, reports the file's writeback errors not yet reported to this descriptor) and kept as the
+// helper's would be: its own sync through the same descriptor will not see it again.
 // Nor while any page of the file is dirty: a drop first starts the writeback of the file's dirty pages, and onto a
-// share that stopped answering that waits for the client's congestion to clear and sends again what had failed
-// (share-drop-nfs4: a copy that gave up 52-56 s after the link went hung instead, and was killed after 176 s).
-bool WritebackWindows::none_left_cached(const Window &w) const
+// share that stopped answering that waits for the client's congestion to clear.
+bool WritebackWindows::none_left_cached(const Window &w)
 {
     if (const std::optional<PageCacheStat> file = cachestat(fd_); !file || file->dirty > 0)
         return false;
@@ -350,7 +352,18 @@ bool WritebackWindows::none_left_cached(const Window &w) const
     const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
     sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);
     const std::optional<PageCacheStat> left = cachestat(fd_, w.off, w.len);
-    return left && left->cached == 0;
+    if (!left || left->cached > 0)
+        return false;
+    if (sys().sync_file_range(fd_, off_t(w.off), off_t(w.len), SYNC_FILE_RANGE_WAIT_BEFORE) < 0) {
+        const int err = errno;
+        std::lock_guard lock(mutex_);
+        if (!sync_error_) {
+            sync_error_ = err;
+            sync_error_op_ = "sync_file_range";
+        }
+        return false;
+    }
+    return true;
 }
 
 std::optional<uint64_t> WritebackWindows::forget_unsynced()

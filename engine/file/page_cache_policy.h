@@ -153,7 +153,7 @@ private:
         uint64_t len;
     };
     Status wait_oldest(uint64_t &durable, bool may_look = false);
-    bool none_left_cached(const Window &w) const;
+    bool none_left_cached(const Window &w);
     Status take_synced(uint64_t &durable);
     Status start_sync_thread();
     void sync_loop();

@@ -388,6 +388,15 @@ struct HeldSyncs : FaultSyscalls {
     std::condition_variable cv;
     std::atomic<bool> released {false};
     std::atomic<int> drops_while_dirty {0};
+    // A write of the file failed (a soft NFS mount timed out): the client let its pages go, the failure noted on the
+    // file, which asking for it with sync_file_range (waiting for nothing) reports.
+    bool write_failed = false;
+    int raw_sync_file_range(int fd, off_t off, off_t len, unsigned flags) override
+    {
+        if (write_failed && flags == SYNC_FILE_RANGE_WAIT_BEFORE)
+            return errno = EIO, -1;
+        return FaultSyscalls::raw_sync_file_range(fd, off, len, flags);
+    }
     int raw_msync(void *addr, size_t len, int flags) override
     {
         {
@@ -447,25 +456,30 @@ TEST_CASE("copy file to file: onto NFS a window with none of its pages left cach
         int drops_while_dirty = 0;
         uint64_t durable = 0;
         int beats = 0;
+        int error = 0; // of the copy's thread, ended by it
     };
     // 8 windows of 1 MiB, at most 2 queued, each written and handed over as a copy does (nothing of the file is
     // dirty while it waits); with |dirty_ahead| the whole file is written first, its later windows still dirty. The
     // syncs are let go once all were handed over, or after |patience| (10 ms steps).
-    auto copy = [&](bool evicted_means_committed, bool dirty_ahead, int patience) {
+    auto copy = [&](bool evicted_means_committed, bool dirty_ahead, int patience, bool write_failed = false) {
         for (uint64_t i = 0; dirty_ahead && i < 8; ++i)
             REQUIRE(::pwrite(fd.get(), bytes.data(), MiB, off_t(i * MiB)) == ssize_t(MiB));
         Copied out;
         HeldSyncs held;
+        held.write_failed = write_failed;
         ScopedSyscalls seam(held);
         JobControl control;
         WritebackWindows windows(fd.get(), WritebackMode::ChunkSync, "dst", &control);
         if (evicted_means_committed)
             windows.count_evicted_as_committed();
         std::atomic<bool> handed_over {false}, failed {false};
+        std::atomic<int> error {0};
         std::thread copier([&] {
             for (uint64_t i = 0; i < 8 && !failed; ++i)
-                failed = (!dirty_ahead && ::pwrite(fd.get(), bytes.data(), MiB, off_t(i * MiB)) != ssize_t(MiB)) ||
-                         !windows.submit(i * MiB, MiB, 2, out.durable).ok();
+                if (!dirty_ahead && ::pwrite(fd.get(), bytes.data(), MiB, off_t(i * MiB)) != ssize_t(MiB))
+                    failed = true;
+                else if (Status s = windows.submit(i * MiB, MiB, 2, out.durable); !s)
+                    failed = true, error = s.err();
             handed_over = true;
         });
         for (int i = 0; i < patience && !handed_over; ++i)
@@ -473,6 +487,9 @@ TEST_CASE("copy file to file: onto NFS a window with none of its pages left cach
         out.before_any_sync = handed_over && held.msyncs_returned == 0;
         held.let_go();
         copier.join();
+        out.error = error;
+        if (write_failed)
+            return out;
         CHECK_FALSE(failed);
         CHECK(windows.drain(out.durable).ok());
         CHECK(held.msync_calls > 0); // synced all the same, for what a sync reports
@@ -495,6 +512,12 @@ TEST_CASE("copy file to file: onto NFS a window with none of its pages left cach
     const Copied dirty = copy(true, true, 50);
     CHECK(dirty.drops_while_dirty == 0);
     CHECK(dirty.durable == 8 * MiB);
+    // A window whose pages went because their write failed ends the copy with that failure, before any sync said
+    // so, instead of counting them and writing on into a share that is gone.
+    const Copied gone = copy(true, false, 1000, true);
+    CHECK(gone.before_any_sync);
+    CHECK(gone.error == EIO);
+    CHECK(gone.durable == 0);
 }
 
 TEST_CASE_METHOD(Faulted, "copy file to file: ChunkSync mode on a file that can't be mapped syncs it whole")
