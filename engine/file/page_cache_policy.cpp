@@ -339,7 +339,11 @@ Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
 // nothing of it is left, and no write of the file failed. False when cachestat can't say (before Linux 6.5): then
 // the copy waits for the sync. A failure is taken from the file here (sync_file_range waiting for the window's
 // writeback, none left, reports the file's writeback errors not yet reported to this descriptor) and kept as the
-// helper's would be: its own sync through the same descriptor will not see it again.
+// helper's would be: its own sync through the same descriptor will not see it again. The other way round, the
+// helper's sync may have taken a failure it has not yet kept when the look asks: the window counts, and the copy
+// fails at its next wait (drain() always has a window left to wait for), having counted a window too many. A
+// descriptor of the look's own would see every failure, but opening one onto NFS is a round trip behind every
+// write queued on the link.
 // Nor while any page of the file is dirty: a drop first starts the writeback of the file's dirty pages, and onto a
 // share that stopped answering that waits for the client's congestion to clear.
 bool WritebackWindows::none_left_cached(const Window &w)

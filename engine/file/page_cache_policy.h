@@ -133,9 +133,10 @@ public:
     // handed over whole. Nothing in the other modes.
     void start_piece(uint64_t off, uint64_t len);
     // ChunkSync onto NFS (evicted_means_committed()): while submit() waits for the oldest window, that window also
-    // counts as durable as soon as the page cache holds none of its pages after a drop, looked at every
-    // kCommitLook. The helper's sync of it still runs, and reports any failure. Not in drain(): the copy's last
-    // bytes are known durable by a sync that returned.
+    // counts as durable as soon as the page cache holds none of its pages after a drop and no write of the file
+    // failed, looked at from kCommitLook to kCommitLookMost apart. The helper's sync of it still runs; a failure
+    // is reported by whichever of the two asks the file first, kept until the copy takes it. Not in drain(): the
+    // copy's last bytes are known durable by a sync that returned.
     void count_evicted_as_committed() { evicted_means_committed_ = true; }
     static constexpr std::chrono::milliseconds kCommitLook {10}, kCommitLookMost {40};
     // Waits for every queued window. Adds their bytes to |durable|.

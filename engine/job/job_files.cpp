@@ -274,7 +274,7 @@ Status JobRunner::fill_part(const FileTask &task, int in, uint64_t size, PartFil
         session_.writes_done = [&] { closer_->close(part.exchange_fd(std::move(sync_fd))); };
     }
     Status s = copy_file_data(in, part.fd(), size, session_, control_, counters_, part.display_path(), copied, start,
-                              std::move(task.residency));
+                              task.residency);
     session_.sync_fd = -1;
     session_.writes_done = nullptr;
     session_.checkpoint = nullptr;
