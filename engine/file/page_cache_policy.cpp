@@ -303,6 +303,7 @@ Status WritebackWindows::take_synced(uint64_t &durable)
 Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
 {
     const Window w = queue_.front();
+    bool committed = false; // found so by none_left_cached()
     if (mode_ == WritebackMode::Windows) {
         const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
         if (sys().sync_file_range(fd_, off_t(w.off), off_t(w.len), flags) < 0)
@@ -310,7 +311,6 @@ Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
     } else {
         std::unique_lock lock(mutex_);
         const auto synced = [this] { return synced_ > waited_ || sync_error_; };
-        bool committed = false;
         if (!may_look)
             wake_.wait(lock, synced);
         for (auto look = kCommitLook; !committed && !wake_.wait_for(lock, look, synced);
@@ -328,11 +328,18 @@ Status WritebackWindows::wait_oldest(uint64_t &durable, bool may_look)
     queue_.pop_front();
     pending_bytes_ -= w.len;
     durable += w.len;
-    // Clean now, so DONTNEED really drops them (it skips dirty pages). It drops only folios wholly inside the
-    // range, and the page cache may hold this file in large folios, so go back over the previous window's end.
+    if (committed)
+        return {}; // none_left_cached() dropped it all already
+    drop_window(w);
+    return {};
+}
+
+// Clean now, so DONTNEED really drops them (it skips dirty pages). It drops only folios wholly inside the range, and
+// the page cache may hold this file in large folios, so go back over the previous window's end.
+void WritebackWindows::drop_window(const Window &w) const
+{
     const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
     sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);
-    return {};
 }
 
 // Drops what the page cache may of |w| (and of a large folio reaching into it from before) and tells whether
@@ -353,8 +360,7 @@ bool WritebackWindows::none_left_cached(const Window &w)
     // A page still being sent (its WRITE not answered) is certainly not committed: no drop for it.
     if (const std::optional<PageCacheStat> window = cachestat(fd_, w.off, w.len); !window || window->writeback > 0)
         return false;
-    const uint64_t from = w.off > kLargestFolio ? w.off - kLargestFolio : 0;
-    sys().fadvise(fd_, off_t(from), off_t(w.off + w.len - from), POSIX_FADV_DONTNEED);
+    drop_window(w);
     const std::optional<PageCacheStat> left = cachestat(fd_, w.off, w.len);
     if (!left || left->cached > 0)
         return false;

@@ -155,6 +155,7 @@ private:
     };
     Status wait_oldest(uint64_t &durable, bool may_look = false);
     bool none_left_cached(const Window &w);
+    void drop_window(const Window &w) const;
     Status take_synced(uint64_t &durable);
     Status start_sync_thread();
     void sync_loop();
