@@ -167,7 +167,11 @@ class LinkTimeline(g.Polling):
     """What the client's end of the link sent while a tool ran, every 20 ms: where a big file's time went. Startup
     is the time to the first 64 KiB sent, the tail the time from the last bytes sent to the tool's exit, and idle
     the 20 ms slots in between that carried less than a fifth of the link's rate (a sync waiting out a round trip
-    with nothing else in flight)."""
+    with nothing else in flight).
+
+    Its start reads TCP's counters (below) in five processes, a tenth of a second or more on the guest's emulated
+    CPU (printed with the counters): a tool's clock starts once the timeline runs, or the tool's start would hold
+    the harness's as well."""
 
     SLOT = 0.02
     interval = SLOT
@@ -180,6 +184,7 @@ class LinkTimeline(g.Polling):
         super().__init__()
         self.samples = []
         self.tcp_before = {}
+        self.counters_seconds = 0.0
 
     @staticmethod
     def tcp_counters():
@@ -197,7 +202,9 @@ class LinkTimeline(g.Polling):
         return counters
 
     def __enter__(self):
+        began = time.monotonic()
         self.tcp_before = self.tcp_counters()
+        self.counters_seconds = time.monotonic() - began
         return super().__enter__()
 
     def tcp_summary(self):
@@ -235,7 +242,8 @@ class LinkTimeline(g.Polling):
         where = ", ".join(f"{a - t0:.1f}+{b - a:.2f}" for a, b in sorted(longest))
         return (f"startup {first - t0:.2f} s, sending {last - first:.2f} s ({idle:.2f} s of it idle in "
                 f"{len(stretches)} stretches; the longest at {where}), tail {t_end - last:.2f} s, "
-                f"{total / MiB:.1f} MiB on the wire; {self.tcp_summary()}")
+                f"{total / MiB:.1f} MiB on the wire; {self.tcp_summary()} (read in {self.counters_seconds:.2f} s "
+                "before the clock started)")
 
 
 def clear(name):
@@ -251,11 +259,11 @@ def timed(name, cmd):
     """A plain tool onto share |name|, then sync: (seconds, peak dirty)."""
     clear(name)
     g.drop_caches()
-    t0 = time.monotonic()
     with DirtySampler() as s, LinkTimeline() as line:
+        t0 = time.monotonic()  # LinkTimeline's own start is not the tool's
         g.run(cmd)
         g.run(["sync", "-f", share(name)])
-    secs = time.monotonic() - t0
+        secs = time.monotonic() - t0
     g.diag(f"{name}: {os.path.basename(cmd[0])}: {line.summary(t0, t0 + secs)}")
     return secs, s.peak
 
@@ -273,8 +281,8 @@ def sanecp(name, src, on_record=None):
         if on_record:
             on_record(rec, at)
 
-    t0 = time.monotonic()
     with DirtySampler() as s, LinkTimeline() as line:
+        t0 = time.monotonic()  # LinkTimeline's own start is not the tool's
         rc, records, err = g.json_run(["sanecp", "--json", src, share(name) + "/"], check)
         seconds = time.monotonic() - t0
     g.diag(f"{name}: sanecp: {line.summary(t0, t0 + seconds)}")
@@ -426,10 +434,10 @@ def scenario_commit(name):
     for mode in ("msync", "evict", "msync", "evict"):
         clear(name)
         g.drop_caches()
-        t0 = time.monotonic()
         with DirtySampler() as s, LinkTimeline() as line:
+            t0 = time.monotonic()  # LinkTimeline's own start is not the tool's
             out = g.run(["python3", probe, mode, src, f"{mnt}/p.bin"]).stdout.strip()
-        secs = time.monotonic() - t0
+            secs = time.monotonic() - t0
         g.diag(f"{name}: commit: {mode}: {line.summary(t0, t0 + secs)}")
         g.diag(f"{name}: commit: {mode}: {secs:.2f} s = {link_secs / secs:.1%} of the link, peak "
                f"{s.peak / MiB:.1f} MiB, identical {g.identical(src, f'{server_folder(name)}/p.bin')}; {out}")
