@@ -69,7 +69,8 @@ class Result:
     src_cached: float = 0.0
     dest_cached: float = 0.0
     cpu: float = 0.0            # user+sys seconds of the tool and the children it waited for
-    machine_cpu: Optional[float] = None  # busy seconds of every CPU from the start until durable, the bench's own left out
+    # busy seconds of every CPU from the start until durable, the bench's own left out
+    machine_cpu: Optional[float] = None
     peak_rss: int = 0           # bytes: the largest resident set of the tool or a child it waited for
     first_durable: float = 0.0  # s from start until sanecp first said a byte was durable
     cache_disturbed: bool = False  # someone else dropped the page cache during the run
@@ -644,7 +645,8 @@ def table(kind, results, baseline, payload, rate, extra=None):
         lines.append(
             f"| {r.label} | {r.returned:.2f} s | {r.durable:.2f} s | {ratio} | {share} "
             f"| {mib(r.peak_dirty)} | {mib(r.dirty_at_exit)} | {cached(r, r.src_cached)} | {cached(r, r.dest_cached)} "
-            f"| {pct(r.cpu_share)}, {r.cpu:.2f} s | {machine(r)} | {mib(r.peak_rss) if r.peak_rss else '?'} | {honesty(r)} |" + (f" {extra[1].get(tool, '–')} |" if extra else ""))
+            f"| {pct(r.cpu_share)}, {r.cpu:.2f} s | {machine(r)} | {mib(r.peak_rss) if r.peak_rss else '?'} "
+            f"| {honesty(r)} |" + (f" {extra[1].get(tool, '–')} |" if extra else ""))
     if any(r is not None and r.cache_disturbed for r in results.values()):
         lines += ["", "?: another process dropped the page cache during that run, so its residency is unknown."]
     return lines
@@ -665,8 +667,9 @@ def latency_table(rows):
         times = ("–", "–") if r.tool == "idle" else (f"{r.returned:.2f} s", f"{r.durable:.2f} s")
         peak = "–" if r.tool == "idle" else mib(r.peak_dirty)
         stalls = sum(1 for x in r.fsync if x > STALL)
-        lines.append(f"| {r.label} | {times[0]} | {times[1]} | {peak} | {len(r.fsync)} | {ms(percentile(r.fsync, 0.5))} "
-                     f"| {ms(percentile(r.fsync, 0.99))} | {ms(max(r.fsync))} | {stalls} |")
+        lines.append(f"| {r.label} | {times[0]} | {times[1]} | {peak} | {len(r.fsync)} "
+                     f"| {ms(percentile(r.fsync, 0.5))} | {ms(percentile(r.fsync, 0.99))} | {ms(max(r.fsync))} "
+                     f"| {stalls} |")
     return lines
 
 
@@ -890,8 +893,8 @@ def vm_bench(args):
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     text = "\n".join([f"# SaneCopy on an emulated USB stick in the VM, {date}", "",
                       "Each filesystem as the kernel mounts it by default and as UDisks2 mounts it for a desktop's "
-                      "user (\"desktop\"), and the network shares (cifs, nfs4, sshfs) over a 100 Mbit/s link with 10 ms "
-                      "each way; one run, so compare within it.", ""] + table + [""] +
+                      "user (\"desktop\"), and the network shares (cifs, nfs4, sshfs) over a 100 Mbit/s link with "
+                      "10 ms each way; one run, so compare within it.", ""] + table + [""] +
                      ([f"Failed: {l}" for l in failed] or []))
     print(text)
     if args.out:

@@ -5,7 +5,8 @@ after the build (packaging/debian13.sh), and by `packaging/debian13.sh lint` alo
 
   rooms       no file includes a header of a room after its own (lint_rooms.py)
   format      every C++ file of the project and its tests as .clang-format lays it out
-  width       no line of them over 120 characters (clang-format leaves comments as they were written)
+  width       no line of them, nor of the project's Python, over 120 characters (clang-format leaves comments as
+              they were written)
   lizard      no function over 60 lines or over cyclomatic complexity 15
   clang-tidy  the checks in .clang-tidy, every finding an error
   clazy       Qt's own pitfalls (level 1 and the manual checks named below) in the Qt code
@@ -216,7 +217,9 @@ def main():
     print(f"lint: format: {len(sources)} files, {len(unformatted)} to reformat")
     failures += r.returncode != 0
 
-    wide = [(p, n) for p in sources for n, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1)
+    # The project's Python (the tests' harnesses, the bench, these scripts) is held to the same width.
+    scripts = sorted(p for d in (*PARTS, "tests", "bench", "packaging") for p in (src / d).rglob("*.py"))
+    wide = [(p, n) for p in (*sources, *scripts) for n, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1)
             if len(line) > WIDTH]
     for p, n in wide:
         print(f"lint: width: {p.relative_to(src)}:{n} is over {WIDTH} characters")

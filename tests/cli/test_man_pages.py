@@ -43,7 +43,8 @@ def main():
     name_line = re.search(r"^\.SH \"?NAME\"?\s*\n(.*)$", roff, re.M)
     program = os.path.basename(a.program)
     if not name_line or not name_line.group(1).startswith(program + " \\- "):
-        failures.append(f"the NAME line is not \"{program} \\- what it does\": {name_line.group(1) if name_line else None!r}")
+        found = name_line.group(1) if name_line else None
+        failures.append(f"the NAME line is not \"{program} \\- what it does\": {found!r}")
     man = shutil.which("man")
     if man:
         r = subprocess.run([man, "--warnings", "-l", a.page], env=dict(env, MANWIDTH="80", LC_ALL="C"),

@@ -68,7 +68,8 @@ def in_small_fs(size, setup, args, ro=False):
         remount = 'mount -o remount,ro "$FS"; ' if ro else ""
         script = (f'set -e; mount --make-rprivate /; mount -t tmpfs -o {opts} sanecp-test "$FS"; {setup}; '
                   f'{remount}set +e; "$SANECP" "$@"; rc=$?; echo "--- listing"; ls -A "$FS"; '
-                  f'for f in "$FS"/*; do [ -f "$f" ] && echo "--- $(basename "$f"): $(head -c 64 "$f")"; done; exit $rc')
+                  f'for f in "$FS"/*; do [ -f "$f" ] && echo "--- $(basename "$f"): $(head -c 64 "$f")"; done; '
+                  f'exit $rc')
         env = dict(os.environ, FS=fs, SANECP=SANECP)
         return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", *[a.replace("FS_DIR", fs) for a in args]],
                               capture_output=True, text=True, errors="replace", timeout=TIMEOUT, env=env)
@@ -268,7 +269,8 @@ def case_skip_existing_full(t):
     r = in_small_fs("8m", setup, ["--skip-existing", f"{t}/a.bin", f"{t}/c.bin", "FS_DIR/"])
     check(r.returncode == 0, f"--skip-existing exit {r.returncode}, want 0: {r.stderr!r}")
     check(listing(r.stdout) == "a.bin\nc.bin\n", f"on the device: {listing(r.stdout)!r}")
-    check("--- a.bin: oooo" in r.stdout and "--- c.bin: nnnn" in r.stdout, "a.bin was touched, or c.bin is not the new one")
+    check("--- a.bin: oooo" in r.stdout and "--- c.bin: nnnn" in r.stdout,
+          "a.bin was touched, or c.bin is not the new one")
     r = in_small_fs("8m", setup, ["--overwrite", f"{t}/a.bin", f"{t}/c.bin", "FS_DIR/"])
     check(r.returncode == 1 and "space" in r.stderr, f"--overwrite exit {r.returncode}, want 1 for space: {r.stderr!r}")
     check("--- a.bin: oooo" in r.stdout, "the old a.bin changed")
@@ -349,7 +351,8 @@ def case_network_urls(t):
     with open(f"{t}/smb:/nas/b.txt", "w") as f:
         f.write("b")
     r = run(["smb://nas", f"{t}/dest"], cwd=t)
-    check(r.returncode == 0 and os.path.exists(f"{t}/dest/b.txt"), f"a local smb: folder: exit {r.returncode}: {r.stderr!r}")
+    check(r.returncode == 0 and os.path.exists(f"{t}/dest/b.txt"),
+          f"a local smb: folder: exit {r.returncode}: {r.stderr!r}")
 
 
 def case_help(t):
@@ -502,7 +505,8 @@ def case_german(t):
             out = f"{t}/out-{lang}-{len(files)}"
             os.mkdir(out)
             r = run(["--manifest", *[f"{t}/{f}" for f in files], out], env=env)
-            check(r.returncode == 0 and want in r.stderr, f"{lang}, {len(files)} file(s): want {want!r} in {r.stderr!r}")
+            check(r.returncode == 0 and want in r.stderr,
+                  f"{lang}, {len(files)} file(s): want {want!r} in {r.stderr!r}")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -336,7 +336,8 @@ def check_window(desk, s, shots, removable):
     tap(rc == 0 and window.poll() is None and view2 is not None and left2 is not None
         and filecmp.cmp(second, target2, shallow=False),
         "a second flatpak run hands its file to the first window, which copies it",
-        f"exit {rc} after {time.monotonic() - start:.1f} s; first window {'running' if window.poll() is None else 'gone'}")
+        f"exit {rc} after {time.monotonic() - start:.1f} s; "
+        f"first window {'running' if window.poll() is None else 'gone'}")
     shot(desk, shots, "flatpak-window.png")
     return window
 

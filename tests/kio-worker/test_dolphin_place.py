@@ -65,7 +65,8 @@ def main():
                 f.write("E:ID_FS_TYPE=ext4\nE:ID_FS_LABEL=KINGSTON\nE:ID_FS_LABEL_ENC=KINGSTON\n")
             env.update({
                 "SANECOPY_UDEV_ROOT": udev, "HOME": home, "XDG_RUNTIME_DIR": runtime,
-                "XDG_DATA_HOME": os.path.join(home, ".local", "share"), "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+                "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+                "XDG_CONFIG_HOME": os.path.join(home, ".config"),
                 "XDG_CACHE_HOME": os.path.join(home, ".cache"), "DBUS_SESSION_BUS_ADDRESS": bus.address,
                 "QT_PLUGIN_PATH": plugin_dir, "QT_LOGGING_RULES": "sanecopy.kio.debug=true",
                 "DISPLAY": ":78", "QT_QPA_PLATFORM": "xcb", "LANG": "C.UTF-8",

@@ -121,7 +121,8 @@ def case_folder(work):
         dst = os.path.join(s.mnt, "holiday photos")
         sampler, err, secs, left, synced = copy_onto_stick(s, tree, dst)
         print(f"folder of {sum(len(f) for _, _, f in os.walk(tree))} files: {secs:.2f} s, "
-              f"peak dirty {sampler.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB, sync then wrote {synced / 1024:.0f} KiB")
+              f"peak dirty {sampler.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB, "
+              f"sync then wrote {synced / 1024:.0f} KiB")
         check(sampler.peak <= DIRTY_BOUND, f"peak dirty {sampler.peak / MiB:.1f} MiB > 32 MiB")
         # The small files are held by the folder run (kio-worker/FolderRun.h) whatever CopyJob's order: a clip
         # copied the usual way between them (a second or more at this rate) once ended the run, and the small files
@@ -471,8 +472,8 @@ def start_stream(source, dst):
 
 def case_put_resume(work):
     """A stream from http cancelled halfway (the server slows to a trickle; the job is killed, as Dolphin's Cancel
-    and a failed source both end a put) keeps what reached the stick under the part name, stamped; the same copy again asks the
-    server only for the rest (a Range request from there) and ends with the whole file."""
+    and a failed source both end a put) keeps what reached the stick under the part name, stamped; the same copy
+    again asks the server only for the rest (a Range request from there) and ends with the whole file."""
     with stick.Stick(size_mib=128, rate_bps=RATE) as s:
         served = os.path.join(work, "served")
         os.makedirs(served)
@@ -611,7 +612,8 @@ def case_devices(work):
         on_stick = sorted(os.listdir(s.mnt))
         rc, _, err, _ = kioclient("rm", device_url(name), env_extra=env)
         check(rc == 1 and "can't be deleted" in err, f"rm of the device's folder: {rc} {err}")
-        check(sorted(os.listdir(s.mnt)) == on_stick, f"rm of the device's folder removed {set(on_stick) - set(os.listdir(s.mnt))}")
+        check(sorted(os.listdir(s.mnt)) == on_stick,
+              f"rm of the device's folder removed {set(on_stick) - set(os.listdir(s.mnt))}")
         rc, _, err, _ = kioclient("move", device_url(name), url("file", os.path.join(work, "moved")), env_extra=env)
         check(rc == 1 and sorted(os.listdir(s.mnt)) == on_stick, f"move of the device's folder: {rc} {err}")
 
@@ -661,8 +663,8 @@ def case_devices_fat_names(work):
 
 
 def german_env(work):
-    """A German session (stick.german_session), with the build folder's catalogues where KI18n looks for the worker's (XDG_DATA_DIRS'
-    locale/) and the engine for its own (SANECOPY_LOCALE_DIR)."""
+    """A German session (stick.german_session), with the build folder's catalogues where KI18n looks for the
+    worker's (XDG_DATA_DIRS' locale/) and the engine for its own (SANECOPY_LOCALE_DIR)."""
     catalogues = os.path.abspath(os.path.join(PLUGIN_DIR, "..", "locale"))
     if not os.path.isfile(os.path.join(catalogues, "de", "LC_MESSAGES", "kio_sanecopy.mo")):
         raise Failure(f"no German catalogue of the worker in {catalogues}")

@@ -56,7 +56,8 @@ def german_problems(wanted, de):
             problems.append(f"de.po: {ctx}{msgid!r} is {'fuzzy' if fuzzy else 'not translated in every form'}")
             continue
         problems += form_problems(ctx, msgid, plural, strs)
-    problems += [f"de.po: {c}{i!r} is no longer in the sources (msgmerge removes it)" for c, i in de if (c, i) not in wanted]
+    problems += [f"de.po: {c}{i!r} is no longer in the sources (msgmerge removes it)"
+                 for c, i in de if (c, i) not in wanted]
     return problems
 
 

@@ -68,7 +68,8 @@ rm -rf /root/.config/sanecopy /root/.local/share/sanecopy /root/.local/state/san
 Xvfb {display} -screen 0 1280x800x24 -nolisten tcp +extension GLX >/mnt/out/xvfb.log 2>&1 &
 for _ in $(seq 50); do [ -e /tmp/.X11-unix/X{n} ] && break; sleep 0.2; done
 exec dbus-run-session -- bash -c '
-names() {{ dbus-send --session --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames | grep -o "\"org[^\"]*\""; }}
+names() {{ dbus-send --session --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ListNames \
+    | grep -o "\"org[^\"]*\""; }}
 plasmashell --no-respawn >/mnt/out/plasmashell.log 2>&1 &
 for _ in $(seq 120); do names | grep -q org.kde.plasmashell && break; sleep 0.5; done
 names | grep -q org.kde.plasmashell || {{ echo "plasmashell never came on the bus"; exit 3; }}

@@ -489,7 +489,8 @@ def case_lanes_two_sticks(work):
         a1, a2, b1 = jobs
         check(a1["lane"] == a2["lane"] != b1["lane"], f"lanes: A {a1['lane']}, {a2['lane']}; B {b1['lane']}")
         first, second = sorted((a1, a2), key=lambda j: j["running_from"])
-        print(f"stick A: {os.path.basename(first['dest'])} ran {first['running_from']:.3f}..{first['finished_at']:.3f}, "
+        print(f"stick A: {os.path.basename(first['dest'])} "
+              f"ran {first['running_from']:.3f}..{first['finished_at']:.3f}, "
               f"{os.path.basename(second['dest'])} {second['running_from']:.3f}..{second['finished_at']:.3f}; "
               f"stick B: {b1['running_from']:.3f}..{b1['finished_at']:.3f}")
         check(second["running_from"] >= first["finished_at"] - slack,

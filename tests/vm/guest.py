@@ -517,9 +517,9 @@ def scenario_big(fs):
         diag(f"sanecp: device rate it measured {min(rates or [0]) / 1e6:.1f}-{max(rates or [0]) / 1e6:.1f} MB/s, "
              f"last {progress[-1].get('device_bytes_per_sec', 0) / 1e6:.1f} MB/s; most handed over but not durable "
              f"{held / MiB:.1f} MiB")
-    diag(f"{fs}: {os.path.getsize(src) // MiB} MiB: dd oflag=direct {seconds_text(dd)}, cp + sync {seconds_text(cp)} (returned "
-         f"{seconds_text(cp_ret)}, peak {(cp_peak or 0) / MiB:.1f} MiB), sanecp {secs:.2f} s = "
-         f"{ratio_text(secs, best)} the better, "
+    diag(f"{fs}: {os.path.getsize(src) // MiB} MiB: dd oflag=direct {seconds_text(dd)}, "
+         f"cp + sync {seconds_text(cp)} (returned {seconds_text(cp_ret)}, peak {(cp_peak or 0) / MiB:.1f} MiB), "
+         f"sanecp {secs:.2f} s = {ratio_text(secs, best)} the better, "
          f"peak {peak / MiB:.1f} MiB, lead {ahead / MiB:+.1f} MiB, left {left / 1024:.0f} KiB")
     # The request counts above are part of the story: on vfat a file's fdatasync alone would write the FAT in
     # ~480 separate small requests (engine/device/device_probe.h, DataSync), which cost a stick more than the data.
@@ -734,9 +734,9 @@ def scenario_big_desktop(fs):
         tap(dev.get("flush") == (fs == "vfat") and dev.get("runs_as_owner") is True,
             f"{fs}/desktop: probe: flush {dev.get('flush')}, runs as the mount's owner {dev.get('runs_as_owner')}")
         dd, (cp, cp_ret, cp_peak), (rc, secs, peak, ahead, left, _, err) = dd_cp_sanecp(src, mnt)
-        diag(f"{fs}/desktop: {os.path.getsize(src) // MiB} MiB as {USER}: dd oflag=direct {seconds_text(dd)}, cp + sync "
-             f"{seconds_text(cp)} (returned {seconds_text(cp_ret)}), sanecp {secs:.2f} s = {ratio_text(secs, dd)} dd, "
-             f"peak {peak / MiB:.1f} MiB")
+        diag(f"{fs}/desktop: {os.path.getsize(src) // MiB} MiB as {USER}: dd oflag=direct {seconds_text(dd)}, "
+             f"cp + sync {seconds_text(cp)} (returned {seconds_text(cp_ret)}), "
+             f"sanecp {secs:.2f} s = {ratio_text(secs, dd)} dd, peak {peak / MiB:.1f} MiB")
         tap_big_file(f"{fs}/desktop", src, mnt, "", rc, err, secs, dd, "dd oflag=direct")
         tap(left <= STAT_SLACK, f"{fs}/desktop: big file: nothing dirty on the stick at exit", f"{left / 1024:.0f} KiB")
         if fs == "vfat" and COMPARE:  # where closes sleep: what the publish path's calls cost there
@@ -819,7 +819,8 @@ def kio_small_desktop(fs, tree, mnt, cp, sanecp_secs):
     diag(f"{fs}/desktop: {files} small files through kioclient and the worker as {USER}: {secs:.2f} s "
          f"= {ratio_text(secs, cp)} cp -r + sync per file, peak {s.peak / MiB:.1f} MiB, left {left / 1024:.0f} KiB; "
          f"KIO's threads: {waits.summary()}")
-    tap(p.returncode == 0, f"{fs}/desktop: small files through the KIO worker: kioclient exits 0", p.stderr.strip()[-300:])
+    tap(p.returncode == 0, f"{fs}/desktop: small files through the KIO worker: kioclient exits 0",
+        p.stderr.strip()[-300:])
     same = run(["diff", "-r", kio_tree, f"{mnt}/{os.path.basename(kio_tree)}"], check=False).returncode == 0
     tap(same, f"{fs}/desktop: small files through the KIO worker: every file identical")
     # KIO hands the worker one file at a time, which costs what the tmpfs run took; the worker holds the small files
@@ -871,7 +872,8 @@ def bench_row(fs, desktop, kind):
     big = kind == "big"
     tools = {
         "sanecp": None,
-        "dd oflag=direct": ["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct", "status=none"] if big else None,
+        "dd oflag=direct": (["dd", f"if={src}", f"of={mnt}/dd.bin", "bs=4M", "oflag=direct", "status=none"]
+                            if big else None),
         "cp": ["cp", src, f"{mnt}/cp.bin"] if big else ["cp", "-r", src, f"{mnt}/cp"],
         # -rt, not -a: FAT, exFAT and NTFS keep no owners, and a refused chmod would make rsync exit 23.
         "rsync": ["rsync", "-rt", src, f"{mnt}/rsync.bin"] if big else ["rsync", "-rt", src + "/", f"{mnt}/rsync"],
@@ -911,8 +913,8 @@ def bench_row(fs, desktop, kind):
         else:
             unmount()
     rows = {tool: rows[tool] for tool in tools if tool in rows}  # the table's order
-    return {"fs": fs + (" (desktop)" if desktop else ""), "kind": kind, "bytes": size, "files": 1 if big else SMALL_FILES,
-            "tools": rows}
+    return {"fs": fs + (" (desktop)" if desktop else ""), "kind": kind, "bytes": size,
+            "files": 1 if big else SMALL_FILES, "tools": rows}
 
 
 SYNC_BIG = 32 * MiB
@@ -1413,10 +1415,10 @@ def window_small_files(w, mnt, first):
 
 
 def scenario_gui():
-    """The window on a desktop's services, run by the desktop's user: it lists the stick once UDisks2 mounted it; pulled out mid-copy, the
-    job stops within 3 s and says the device was removed (never "safe to unplug"); plugged back in, the same copy
-    finishes byte-identical; Eject unmounts the stick and powers it off through UDisks2, and the window says so.
-    Runs last: after the power-off the stick is gone until it is plugged in again."""
+    """The window on a desktop's services, run by the desktop's user: it lists the stick once UDisks2 mounted it;
+    pulled out mid-copy, the job stops within 3 s and says the device was removed (never "safe to unplug"); plugged
+    back in, the same copy finishes byte-identical; Eject unmounts the stick and powers it off through UDisks2,
+    and the window says so. Runs last: after the power-off the stick is gone until it is plugged in again."""
     desktop()
     src = checked_source()
     unmount()
@@ -1470,9 +1472,9 @@ def scenario_gui():
         if not listed:
             w.send("refresh")
             time.sleep(2)
+            udev = run(['cat', '/run/udev/data/b' + open('/sys/block/sda/dev').read().strip()], check=False).stdout
             diag(f"gui: plug: after a forced refresh the list shows "
-                 f"{w.devices and [d['text'] for d in w.devices['devices']]}; udev: "
-                 f"{run(['cat', '/run/udev/data/b' + open('/sys/block/sda/dev').read().strip()], check=False).stdout[:300]!r}")
+                 f"{w.devices and [d['text'] for d in w.devices['devices']]}; udev: {udev[:300]!r}")
         tap(listed, "gui: plug: the unmounted stick is listed as soon as it is plugged in")
         rc, text = fsck("vfat")
         diag(f"gui: fsck -n after the pull: exit {rc}")

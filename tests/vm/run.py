@@ -8,8 +8,8 @@ after it made the guest's root image).
 The guest is Debian 13's kernel under qemu's software emulation (KVM does not work here), with a usb-storage stick
 on an xHCI controller, throttled to 10 MB/s and 300 write IOPS after the guest's scheduler merged its requests,
 as a cheap stick counts them. The guest asks over the serial console for the stick to be pulled out or plugged
-back in; this runner does it through QMP. Files it hands over (the window's screenshots) land in DIR. Prints the guest's TAP and a closing "N passed, N failed" line; on a
-failure it keeps the whole console log in DIR and says where.
+back in; this runner does it through QMP. Files it hands over (the window's screenshots) land in DIR. Prints the
+guest's TAP and a closing "N passed, N failed" line; on a failure it keeps the whole console log in DIR and says where.
 """
 import argparse
 import base64
@@ -105,18 +105,20 @@ def print_tables(table):
     if table.get("bench"):
         rows = []
         for r in table["bench"]:
-            what = f"{r['bytes'] / mib:.0f} MiB" + (" in 1 file" if r["kind"] == "big" else f" in {r.get('files', 2000)} files")
+            what = f"{r['bytes'] / mib:.0f} MiB" + (" in 1 file" if r["kind"] == "big"
+                                                     else f" in {r.get('files', 2000)} files")
             rate = r.get("device_bps", WRITE_BPS)  # a share's row: the link's rate
             for tool, t in r["tools"].items():
                 rows.append([r["fs"], what, tool, f"{t['secs']:.2f} s", f"{100 * t['rate'] / rate:.1f} %",
-                             f"{t['peak'] / mib:.1f} MiB", f"{t['src_res'] / mib:.1f} MiB", f"{t['dst_res'] / mib:.1f} MiB",
-                             t.get("requests") or "–"])
-        print("# The stick: 10 MB/s, 300 write IOPS (qemu's usb-storage); each tool from a cold cache, as the desktop's user."
-              " A share: 100 Mbit/s and 10 ms each way (netem), servers on tmpfs; each tool as root, then sync.")
+                             f"{t['peak'] / mib:.1f} MiB", f"{t['src_res'] / mib:.1f} MiB",
+                             f"{t['dst_res'] / mib:.1f} MiB", t.get("requests") or "–"])
+        print("# The stick: 10 MB/s, 300 write IOPS (qemu's usb-storage); each tool from a cold cache, as the "
+              "desktop's user. A share: 100 Mbit/s and 10 ms each way (netem), servers on tmpfs; each tool as root, "
+              "then sync.")
         # A stick takes one command at a time, so its write requests (after the scheduler merged them) are where
         # time goes beside the bytes; a share has none.
-        print_table(["stick or share", "copied", "tool", "time to durable", "of the device's or link's rate", "peak dirty + writeback",
-                     "source cached after", "copy cached after", "write requests"], rows)
+        print_table(["stick or share", "copied", "tool", "time to durable", "of the device's or link's rate",
+                     "peak dirty + writeback", "source cached after", "copy cached after", "write requests"], rows)
     sys.stdout.flush()
 
 

@@ -306,7 +306,8 @@ def scenario_big(name):
         best = min(cp, dd)
     rc, secs, peak, ahead, records, err = sanecp(name, src)
     link_secs = os.path.getsize(src) / LINK_BYTES_PER_SEC
-    g.diag(f"{name}: {os.path.getsize(src) // MiB} MiB: cp + sync {g.seconds_text(cp)} (peak {(cp_peak or 0) / MiB:.1f} MiB), "
+    g.diag(f"{name}: {os.path.getsize(src) // MiB} MiB: "
+           f"cp + sync {g.seconds_text(cp)} (peak {(cp_peak or 0) / MiB:.1f} MiB), "
            f"dd oflag=direct {g.seconds_text(dd)}, sanecp {secs:.2f} s = {link_secs / secs:.1%} of the link, "
            f"{g.ratio_text(secs, best)} the better, peak {peak / MiB:.1f} MiB, lead {ahead / MiB:+.1f} MiB")
     g.tap(rc == 0, f"{name}: big file: sanecp exits 0", err.strip()[:200])
@@ -525,8 +526,8 @@ def scenario_stall(name):
         # carry the bytes and files; a beat (a file created, a group settled) shows only as their absence here.
         g.diag(f"{name}: stall: the records from 2 s before the cut (time since it, durable MiB, written MiB, "
                "stalled s, files done): " + "; ".join(
-                   f"{at - stalled_at:+.1f} {r.get('durable_bytes', 0) / MiB:.1f} {r.get('written_bytes', 0) / MiB:.1f} "
-                   f"{r.get('stalled_seconds', 0):.1f} {r.get('files_done', 0)}"
+                   f"{at - stalled_at:+.1f} {r.get('durable_bytes', 0) / MiB:.1f} "
+                   f"{r.get('written_bytes', 0) / MiB:.1f} {r.get('stalled_seconds', 0):.1f} {r.get('files_done', 0)}"
                    for at, r in state.get("seen", []) if -2 <= at - stalled_at <= STALL_SECONDS))
     g.tap(noticed is not None and noticed - stalled_at <= STALL_NOTICE,
           f"{name}: stall: sanecp says the share is not responding within {STALL_NOTICE} s",
