@@ -397,13 +397,14 @@ def timed(cmd, mnt=MNT):
     """Time to durable of a plain tool: its run plus a sync of the stick. Returns (seconds, when it returned, peak
     in flight), with .requests (Measured)."""
     drop_caches()
-    t0 = time.monotonic()
     with Sampler() as s, Requests() as r:
+        t0 = time.monotonic()  # the samplers' start is not the tool's, nor their end (as sanecp's below)
         run(cmd)
         returned = time.monotonic() - t0
         durable_wait(mnt)
+        seconds = time.monotonic() - t0
     diag(f"{cmd[0]}: {r}")
-    return Measured((time.monotonic() - t0, returned, s.peak), r)
+    return Measured((seconds, returned, s.peak), r)
 
 
 def json_run(cmd, on_record):
@@ -435,8 +436,8 @@ def sanecp(args, expect_rc=0, user=None):
         if rec.get("type") == "progress":
             lead["worst"] = max(lead["worst"], rec["durable_bytes"] - (written() - base))
 
-    t0 = time.monotonic()
     with Sampler() as s, Requests() as r:
+        t0 = time.monotonic()
         rc, records, err = json_run(as_user(user, ["sanecp", "--json", *args]), check)
         seconds = time.monotonic() - t0
         left = in_flight()
