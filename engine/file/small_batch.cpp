@@ -435,6 +435,25 @@ void for_each_index(std::size_t count, unsigned threads, const std::function<voi
     for (std::thread &t : helpers)
         t.join();
 }
+
+// The order a group's files settle in: a file of each folder in turn, each folder's files in their own order.
+// Onto a share the client holds a folder's lock for the whole round trip of a create or a rename in it, so
+// settle threads working in one folder queue there: 2000 files in folders of 100 onto cifs, a rename took 0.62 s
+// of a settle thread and a create about 0.5 s, each several times its own round trip, and the copy 1.10x cp -r.
+// Files of different folders settle side by side.
+std::vector<std::size_t> folders_in_turn(const std::vector<BatchedFile> &files)
+{
+    std::vector<std::size_t> rank(files.size()); // the file's place among its folder's
+    std::map<std::string, std::size_t> seen;
+    for (std::size_t i = 0; i < files.size(); ++i)
+        rank[i] = seen[files[i].part.dir_path()]++;
+    std::vector<std::size_t> order(files.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    // Stable: among the files of one rank, the folders in the order they came.
+    std::stable_sort(order.begin(), order.end(), [&rank](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
+    return order;
+}
 } // namespace
 
 // The part of settle_each that waits on the device (or the server): attributes, sync, close, rename.
@@ -442,7 +461,9 @@ std::vector<SmallFileBatch::Settled> SmallFileBatch::settle_files(Group &group)
 {
     std::vector<Settled> out(group.files.size());
     const bool together = !needs_job_thread(group);
-    for_each_index(group.files.size(), together ? limits_.settle_threads : 1, [&](std::size_t i) {
+    const std::vector<std::size_t> order = folders_in_turn(group.files);
+    for_each_index(group.files.size(), together ? limits_.settle_threads : 1, [&](std::size_t k) {
+        const std::size_t i = order[k];
         BatchedFile &f = group.files[i];
         if (f.to_write) {
             DataToWrite w = std::move(*f.to_write);

@@ -1276,6 +1276,49 @@ TEST_CASE("small files on a share: a group that must settle on the job's thread 
         CHECK(published[size_t(i)] == t / ("f" + std::to_string(i)));
 }
 
+TEST_CASE("small files on a share: a group's files settle a folder at a time in turn, reported in their order")
+{
+    // Onto a share a create or a rename holds its folder's lock for a round trip: files of different folders
+    // settle side by side, files of one queue. One settle thread here, so the order is the one they settle in.
+    TempDir t;
+    FaultSyscalls fs;
+    std::vector<std::string> renamed;
+    std::mutex renamed_lock;
+    fs.on_rename = [&](const char *, const char *to) {
+        std::lock_guard lock(renamed_lock);
+        renamed.emplace_back(to);
+        return 0;
+    };
+    ScopedSyscalls seam(fs);
+    std::vector<std::string> published;
+    SmallFileBatch batch = share_batch(published, 1);
+    // The first group (four files): three of folder a, then one of folder b, as a walk hands them over.
+    const std::vector<std::pair<std::string, std::string>> files {{"a", "a0"}, {"a", "a1"}, {"a", "a2"}, {"b", "b0"}};
+    std::map<std::string, SharedDirFd> dirs;
+    for (const auto &[folder, name] : files) {
+        const std::string path = t / folder;
+        if (!dirs.count(folder)) {
+            REQUIRE(::mkdir(path.c_str(), 0755) == 0);
+            dirs[folder] = std::make_shared<const UniqueFd>(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        }
+        auto part = PartFile::create(dirs[folder], path, name, 0644);
+        REQUIRE(part.ok());
+        REQUIRE(::write(part->fd(), name.data(), name.size()) == ssize_t(name.size()));
+        const ConflictPolicy policy = ConflictPolicy::Refuse;
+        batch.add({std::move(part.value()), name, name.size(), policy, {}, {}, {}, false, {}, {}, {}, {}, {}, {}});
+    }
+    batch.flush();
+    CHECK(renamed == std::vector<std::string> {"a0", "b0", "a1", "a2"});
+    REQUIRE(published.size() == 4);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const std::string target = t / (files[i].first + "/" + files[i].second);
+        CHECK(published[i] == target); // in the order they came
+        CHECK(read_file(target) == files[i].second);
+    }
+    CHECK(part_files(t / "a").empty());
+    CHECK(part_files(t / "b").empty());
+}
+
 namespace {
 // |name| in |dir| from |source| (|size| bytes), created and written only where its group settles.
 BatchedFile to_write_there(const SharedDirFd &dir, const std::string &dir_path, const std::string &name,

@@ -358,11 +358,12 @@ def scenario_small(name, files=SMALL_FILES):
     return {"fs": name, "cp": cp, "sanecp": secs, "ratio": cp and secs / cp, "peak": peak}
 
 
-def scenario_trace(name):
+def scenario_trace(name, files=SMALL_FILES):
     """Where sanecp's time goes copying the small files onto the share: strace's wall-clock summary per system
     call, all threads summed (threads that wait side by side count each). Only when named (share-trace-FS): it
-    explains a slow share-small-FS and checks nothing."""
-    tree = g.small_tree(SMALL_FILES)
+    explains a slow share-small-FS and checks nothing. share-trace-2000-FS: the 2000 files of share-small-2000-FS
+    (100 a folder, where the suite's tree has 5), and nothing of the big file."""
+    tree = g.small_tree(files)
     clear(name)
     g.drop_caches()
     out = "/tmp/strace-small.txt"
@@ -373,6 +374,8 @@ def scenario_trace(name):
     g.diag(f"{name}: small files: strace -f -c -w of sanecp (seconds summed over threads):")
     for line in lines[:18]:
         g.diag("  " + line)
+    if files != SMALL_FILES:
+        return
     # And the big file's start: every call up to its first bytes, with its thread, time of day and duration.
     clear(name)
     g.drop_caches()
@@ -792,6 +795,8 @@ def steps():
                                                                            ("direct", scenario_direct),
                                                                            ("commit", scenario_commit),
                                                                            ("small-2000", lambda n: scenario_small(
+                                                                               n, g.SMALL_FILES)),
+                                                                           ("trace-2000", lambda n: scenario_trace(
                                                                                n, g.SMALL_FILES))) for n in SHARES]
     return out, named + [("share-drop-plain-nfs4", scenario_drop_plain),
                          ("share-drop-trace-nfs4", lambda: scenario_drop(trace=True))]
