@@ -14,6 +14,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <system_error>
 #include <thread>
 
@@ -448,8 +449,7 @@ std::vector<std::size_t> folders_in_turn(const std::vector<BatchedFile> &files)
     for (std::size_t i = 0; i < files.size(); ++i)
         rank[i] = seen[files[i].part.dir_path()]++;
     std::vector<std::size_t> order(files.size());
-    for (std::size_t i = 0; i < order.size(); ++i)
-        order[i] = i;
+    std::iota(order.begin(), order.end(), std::size_t {0});
     // Stable: among the files of one rank, the folders in the order they came.
     std::stable_sort(order.begin(), order.end(), [&rank](std::size_t a, std::size_t b) { return rank[a] < rank[b]; });
     return order;
